@@ -1,0 +1,43 @@
+"""Exceptions raised by langmem_adapters stores and memory tiers.
+
+Every error caused by bad input subclasses ``ValueError`` or ``TypeError`` so callers that
+already catch those keep working, and names the offending part of the request.
+"""
+
+from __future__ import annotations
+
+from langgraph.store.base import InvalidNamespaceError
+
+__all__ = [
+    "ConcurrentWriteError",
+    "EmbeddingDimensionError",
+    "InvalidFilterError",
+    "InvalidNamespaceError",
+    "InvalidValueError",
+    "NonJSONValueError",
+    "StoreError",
+]
+
+
+class StoreError(Exception):
+    """Base class for failures of a store that are not caused by bad input."""
+
+
+class InvalidFilterError(ValueError):
+    """A search filter is malformed: unknown operator, wrong operand type or bad path."""
+
+
+class InvalidValueError(ValueError):
+    """An item value cannot be stored as JSON (NaN, infinity, a non-string key...)."""
+
+
+class NonJSONValueError(TypeError):
+    """An item value holds an object that JSON cannot represent (a set, a datetime...)."""
+
+
+class EmbeddingDimensionError(ValueError):
+    """An embedding function returned vectors whose size differs from ``IndexConfig.dims``."""
+
+
+class ConcurrentWriteError(StoreError):
+    """Another writer changed the record first; re-read and retry."""
