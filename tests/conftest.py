@@ -1,23 +1,30 @@
 """Shared fixtures: every store of this package (and InMemoryStore as a reference) behind one factory.
 
-``make_store(index=None, ttl=None)`` returns a fresh, empty sync store of the parametrised kind;
-``make_astore`` is its async twin. Tests that need TTL skip on stores without TTL support.
+``make_store(index=None, ttl=None)`` returns a fresh, empty sync store of the parametrised backend;
+``await make_astore(index=None, ttl=None)`` is its async twin. Tests that need TTL skip on stores
+without TTL support. Servers come from ``tests/servers.py`` (environment variables or started here).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langmem_adapters.embeddings import HashEmbeddings
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
+from tests import servers
 
 DIMS = 64
 
 StoreFactory = Callable[..., BaseStore]
+AsyncStoreFactory = Callable[..., Awaitable[BaseStore]]
+
+BACKENDS = ["memory", "postgres"]
 
 
 def hash_index(dims: int = DIMS, **extra: Any) -> dict[str, Any]:
@@ -25,7 +32,17 @@ def hash_index(dims: int = DIMS, **extra: Any) -> dict[str, Any]:
     return {"dims": dims, "embed": HashEmbeddings(dims), **extra}
 
 
-BACKENDS = ["memory"]
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="slow: use --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -33,29 +50,69 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def _reset_postgres(dsn: str, prefix: str = "langmem") -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s AND tablename NOT LIKE %s",
+            [prefix + "\\_%", "%migrations"],
+        )]
+        if tables:
+            conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+
+
+def _memory(index: dict[str, Any] | None, ttl: dict[str, Any] | None) -> BaseStore:
+    if ttl is not None:
+        pytest.skip("InMemoryStore has no TTL")
+    return InMemoryStore(index=index)  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def make_store(backend: str) -> Iterator[StoreFactory]:
     """Factory for fresh sync stores of the parametrised backend."""
+    closers: list[Callable[[], None]] = []
 
     def factory(*, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None) -> BaseStore:
         if backend == "memory":
-            if ttl is not None:
-                pytest.skip("InMemoryStore has no TTL")
-            return InMemoryStore(index=index)  # type: ignore[arg-type]
+            return _memory(index, ttl)
+        if backend == "postgres":
+            dsn = servers.postgres_dsn()
+            first = not closers
+            conn = psycopg.connect(dsn, autocommit=True)
+            closers.append(conn.close)
+            store = PostgresStore(conn, index=index, ttl=ttl)  # type: ignore[arg-type]
+            store.setup()
+            if first:
+                _reset_postgres(dsn)
+            closers.insert(0, store.stop_ttl_sweeper)
+            return store
         raise AssertionError(backend)
 
     yield factory
+    for close in closers:
+        close()
 
 
 @pytest.fixture
-async def make_astore(backend: str) -> AsyncIterator[StoreFactory]:
-    """Factory for fresh async-capable stores of the parametrised backend."""
+async def make_astore(backend: str) -> AsyncIterator[AsyncStoreFactory]:
+    """Factory for fresh async stores of the parametrised backend (``await make_astore(...)``)."""
+    closers: list[Callable[[], Awaitable[Any]]] = []
 
-    def factory(*, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None) -> BaseStore:
+    async def factory(*, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None) -> BaseStore:
         if backend == "memory":
-            if ttl is not None:
-                pytest.skip("InMemoryStore has no TTL")
-            return InMemoryStore(index=index)  # type: ignore[arg-type]
+            return _memory(index, ttl)
+        if backend == "postgres":
+            dsn = servers.postgres_dsn()
+            first = not closers
+            conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+            closers.append(conn.close)
+            store = AsyncPostgresStore(conn, index=index, ttl=ttl)  # type: ignore[arg-type]
+            await store.setup()
+            if first:
+                _reset_postgres(dsn)
+            closers.insert(0, store.stop_ttl_sweeper)
+            return store
         raise AssertionError(backend)
 
     yield factory
+    for close in closers:
+        await close()

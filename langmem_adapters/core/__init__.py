@@ -1,0 +1,1 @@
+"""Backend-independent rules shared by every store: validation, filters, TTL, vectors, batching."""

@@ -1,0 +1,182 @@
+"""Search filters: parsed once into conditions, then compiled by each backend or evaluated in Python.
+
+Semantics (the same on every store of this package):
+
+- ``{"k": v}`` is ``{"k": {"$eq": v}}``; several keys are ANDed.
+- ``$eq``/``$ne`` compare JSON values by type: ``1 == 1.0``, ``True != 1``, ``"1" != 1``; lists and
+  objects compare as whole values. ``$ne`` matches a missing field.
+- ``$gt $gte $lt $lte`` take a number or a string: numbers compare as numbers, strings by code point;
+  a missing field or a value of another type never satisfies them.
+- Extensions: ``$in`` / ``$nin`` (a list of values), ``$exists`` (a bool).
+- A dotted key ``"a.b"`` is a path into nested objects; an all-digit segment also indexes arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langmem_adapters.errors import InvalidFilterError
+
+__all__ = ["COMPARISONS", "OPERATORS", "Condition", "get_path", "json_equal", "matches", "parse_filter"]
+
+COMPARISONS = {"$gt", "$gte", "$lt", "$lte"}
+OPERATORS = {"$eq", "$ne", "$in", "$nin", "$exists", *COMPARISONS}
+
+MISSING: Any = object()
+_INDEX = re.compile(r"-?[0-9]+")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test on one path of an item's value."""
+
+    path: tuple[str, ...]
+    op: str
+    value: Any
+
+
+def _check_json(value: Any, where: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidFilterError(f"filter operand for {where} is not a JSON value: {exc}") from None
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _parse_path(key: Any) -> tuple[str, ...]:
+    if not isinstance(key, str) or not key:
+        raise InvalidFilterError(f"filter keys must be non-empty strings, got {key!r}")
+    if key.startswith("$"):
+        raise InvalidFilterError(f"unknown filter operator {key!r} at the top level")
+    parts = tuple(key.split("."))
+    if any(not p for p in parts):
+        raise InvalidFilterError(f"filter path {key!r} has an empty segment")
+    if "\x00" in key:
+        raise InvalidFilterError(f"filter path {key!r} contains a NUL character")
+    return parts
+
+
+def _parse_operand(key: str, op: str, operand: Any) -> Any:
+    where = f"{key!r} {op}"
+    if op in COMPARISONS:
+        if isinstance(operand, str):
+            return operand
+        if _is_number(operand):
+            if isinstance(operand, float) and not math.isfinite(operand):
+                raise InvalidFilterError(f"filter operand for {where} must be finite, got {operand!r}")
+            return operand
+        raise InvalidFilterError(f"filter operand for {where} must be a number or a string, got {type(operand).__name__}")
+    if op in ("$in", "$nin"):
+        if isinstance(operand, (str, bytes, Mapping)) or not isinstance(operand, Sequence):
+            raise InvalidFilterError(f"filter operand for {where} must be a list, got {type(operand).__name__}")
+        _check_json(list(operand), where)
+        return tuple(operand)
+    if op == "$exists":
+        if not isinstance(operand, bool):
+            raise InvalidFilterError(f"filter operand for {where} must be true or false, got {operand!r}")
+        return operand
+    _check_json(operand, where)
+    return operand
+
+
+def parse_filter(filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """Validate a filter and turn it into conditions; raises ``InvalidFilterError`` naming the problem."""
+    if filter is None:
+        return ()
+    if not isinstance(filter, Mapping):
+        raise InvalidFilterError(f"filter must be a dict, got {type(filter).__name__}")
+    conditions: list[Condition] = []
+    for key, spec in filter.items():
+        path = _parse_path(key)
+        if isinstance(spec, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in spec):
+            for op, operand in spec.items():
+                if op not in OPERATORS:
+                    raise InvalidFilterError(
+                        f"unknown filter operator {op!r} for {key!r}; supported: {', '.join(sorted(OPERATORS))}"
+                    )
+                conditions.append(Condition(path, op, _parse_operand(key, op, operand)))
+        else:
+            conditions.append(Condition(path, "$eq", _parse_operand(key, "$eq", spec)))
+    return tuple(conditions)
+
+
+def get_path(value: Any, path: Sequence[str]) -> Any:
+    """The JSON value at ``path`` (object keys, or array indexes for integer segments), or MISSING."""
+    current = value
+    for part in path:
+        if isinstance(current, Mapping):
+            if part not in current:
+                return MISSING
+            current = current[part]
+        elif isinstance(current, list):
+            if not _INDEX.fullmatch(part):
+                return MISSING
+            index = int(part)
+            if not -len(current) <= index < len(current):
+                return MISSING
+            current = current[index]
+        else:
+            return MISSING
+    return current
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Typed JSON equality: numbers by value, booleans only equal booleans, containers element-wise."""
+    if _is_number(a) and _is_number(b):
+        return bool(a == b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return False
+
+
+def _compare(actual: Any, op: str, operand: Any) -> bool:
+    if _is_number(operand):
+        if not _is_number(actual):
+            return False
+    elif not isinstance(actual, str):
+        return False
+    if op == "$gt":
+        return bool(actual > operand)
+    if op == "$gte":
+        return bool(actual >= operand)
+    if op == "$lt":
+        return bool(actual < operand)
+    return bool(actual <= operand)
+
+
+def _holds(value: Mapping[str, Any], cond: Condition) -> bool:
+    actual = get_path(value, cond.path)
+    if cond.op == "$exists":
+        return (actual is not MISSING) == cond.value
+    if cond.op == "$ne":
+        return actual is MISSING or not json_equal(actual, cond.value)
+    if cond.op == "$nin":
+        return actual is MISSING or not any(json_equal(actual, v) for v in cond.value)
+    if actual is MISSING:
+        return False
+    if cond.op == "$eq":
+        return json_equal(actual, cond.value)
+    if cond.op == "$in":
+        return any(json_equal(actual, v) for v in cond.value)
+    return _compare(actual, cond.op, cond.value)
+
+
+def matches(value: Mapping[str, Any], conditions: Sequence[Condition]) -> bool:
+    """Whether an item value satisfies every condition (the Python twin of the SQL/Query Engine filters)."""
+    return all(_holds(value, c) for c in conditions)

@@ -1,0 +1,170 @@
+"""Validation and grouping of a batch of store operations, shared by every backend.
+
+A batch is validated whole before anything runs, so bad input raises and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    SearchOp,
+    validate_op_namespace,
+)
+
+from langmem_adapters.core.filters import Condition, parse_filter
+from langmem_adapters.errors import InvalidValueError, NonJSONValueError
+
+__all__ = ["Batch", "dump_value", "plan_batch", "validate_key"]
+
+
+def validate_key(key: Any) -> str:
+    """Keys are strings without NUL characters (PostgreSQL text cannot hold NUL)."""
+    if not isinstance(key, str):
+        raise TypeError(f"item key must be a string, got {type(key).__name__}")
+    if "\x00" in key:
+        raise InvalidValueError(f"item key {key!r} contains a NUL character")
+    return key
+
+
+def _check_keys(value: Any, depth: int = 0) -> None:
+    if depth > 500:
+        raise InvalidValueError("item value is nested more than 500 levels deep")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise NonJSONValueError(f"item value has a non-string object key {k!r}; JSON keys are strings")
+            _check_keys(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_keys(v, depth + 1)
+
+
+def dump_value(value: Any) -> str:
+    """Serialise an item value to JSON text, or raise a clear error naming why it cannot be stored."""
+    if not isinstance(value, Mapping):
+        raise NonJSONValueError(f"item value must be a dict, got {type(value).__name__}")
+    _check_keys(value)
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except ValueError as exc:
+        raise InvalidValueError(f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)") from None
+    except TypeError as exc:
+        raise NonJSONValueError(f"item value is not JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise InvalidValueError("item value is nested too deeply to serialise") from None
+    if "\\u0000" in text:
+        raise InvalidValueError("item value contains a NUL character, which cannot be stored")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidValueError("item value contains a lone surrogate character, which is not valid UTF-8") from None
+    return text
+
+
+def _check_count(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def _check_ttl(ttl: Any) -> float | None:
+    if ttl is None:
+        return None
+    if not isinstance(ttl, (int, float)) or isinstance(ttl, bool):
+        raise TypeError(f"ttl must be a number of minutes, got {type(ttl).__name__}")
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError(f"ttl must be a positive, finite number of minutes, got {ttl!r}")
+    return float(ttl)
+
+
+def _check_index(index: Any) -> None:
+    if index is None or index is False:
+        return
+    if not isinstance(index, (list, tuple)) or not all(isinstance(p, str) and p for p in index):
+        raise TypeError(f"index must be False, None or a list of field paths, got {index!r}")
+
+
+@dataclass
+class Write:
+    """One deduplicated put or delete: ``value_json`` is None for a delete."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] | None
+    value_json: str | None
+    index: Any
+    ttl: float | None
+
+
+@dataclass
+class Batch:
+    """A validated batch: reads by kind with their positions, and the last write per item."""
+
+    gets: list[tuple[int, GetOp]] = field(default_factory=list)
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...]]] = field(default_factory=list)
+    lists: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+
+
+def _namespace(ns: Any, what: str) -> tuple[str, ...]:
+    if isinstance(ns, str) or not isinstance(ns, (tuple, list)):
+        raise InvalidNamespaceError(f"{what} must be a tuple of strings, got {ns!r}")
+    return tuple(ns)
+
+
+def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
+    """Validate every op and group them; raises before any I/O so a bad batch changes nothing."""
+    op_list = list(ops)
+    batch = Batch()
+    writes: dict[tuple[tuple[str, ...], str], Write] = {}
+    for i, op in enumerate(op_list):
+        if isinstance(op, GetOp):
+            op = op._replace(namespace=_namespace(op.namespace, "namespace"), key=validate_key(op.key))
+            validate_op_namespace(op)
+            batch.gets.append((i, op))
+        elif isinstance(op, SearchOp):
+            op = op._replace(namespace_prefix=_namespace(op.namespace_prefix, "namespace prefix"))
+            validate_op_namespace(op)
+            _check_count("limit", op.limit)
+            _check_count("offset", op.offset)
+            if op.query is not None and not isinstance(op.query, str):
+                raise TypeError(f"query must be a string, got {type(op.query).__name__}")
+            batch.searches.append((i, op, parse_filter(op.filter)))
+        elif isinstance(op, ListNamespacesOp):
+            validate_op_namespace(op)
+            _check_count("limit", op.limit)
+            _check_count("offset", op.offset)
+            if op.max_depth is not None and (_check_count("max_depth", op.max_depth) == 0):
+                raise ValueError("max_depth must be >= 1")
+            for cond in op.match_conditions or ():
+                if cond.match_type not in ("prefix", "suffix"):
+                    raise ValueError(f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}")
+                _namespace(cond.path, "match path")
+            batch.lists.append((i, op))
+        elif isinstance(op, PutOp):
+            ns = _namespace(op.namespace, "namespace")
+            op = op._replace(namespace=ns, key=validate_key(op.key))
+            validate_op_namespace(op)
+            if not ns:
+                raise InvalidNamespaceError("namespace cannot be empty")
+            _check_index(op.index)
+            value_json = None if op.value is None else dump_value(op.value)
+            writes[(ns, op.key)] = Write(
+                ns, op.key, None if op.value is None else dict(op.value), value_json, op.index, _check_ttl(op.ttl)
+            )
+        else:
+            raise TypeError(f"unknown operation type {type(op).__name__}")
+    batch.writes = list(writes.values())
+    return op_list, batch

@@ -1,0 +1,95 @@
+"""TTL rules shared by the stores: config validation, refresh decision and the background sweeper."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from langgraph.store.base import TTLConfig
+
+__all__ = ["AsyncSweeper", "Sweeper", "check_ttl_config", "sweep_interval"]
+
+logger = logging.getLogger("langmem_adapters")
+
+_KEYS = {"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"}
+
+
+def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | None:
+    """Validate a TTLConfig: positive finite minutes; expired items are always omitted here."""
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise TypeError(f"ttl must be a TTLConfig dict, got {type(ttl).__name__}")
+    unknown = set(ttl) - _KEYS
+    if unknown:
+        raise ValueError(f"unknown TTLConfig keys: {sorted(unknown)}")
+    for name in ("default_ttl", "sweep_interval_minutes"):
+        v = ttl.get(name)
+        if v is not None and (
+            not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0
+        ):
+            raise ValueError(f"TTLConfig {name} must be a positive number of minutes, got {v!r}")
+    return TTLConfig(**ttl)  # type: ignore[typeddict-item]
+
+
+def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
+    """Seconds between sweeps: the argument, else the config, else 5 minutes."""
+    minutes = override if override is not None else (ttl or {}).get("sweep_interval_minutes") or 5
+    return float(minutes) * 60.0
+
+
+class Sweeper:
+    """A daemon thread that calls ``sweep`` every ``interval`` seconds until stopped."""
+
+    def __init__(self, sweep: Callable[[], int], interval: float) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(sweep, interval), daemon=True, name="ttl-sweeper")
+        self._thread.start()
+
+    def _run(self, sweep: Callable[[], int], interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                removed = sweep()
+                logger.debug("TTL sweep removed %d items", removed)
+            except Exception:
+                logger.exception("TTL sweep failed; retrying at the next interval")
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Ask the thread to stop; True when it ended within ``timeout``."""
+        self._stop.set()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+class AsyncSweeper:
+    """An asyncio task that awaits ``sweep`` every ``interval`` seconds until stopped."""
+
+    def __init__(self, sweep: Callable[[], Awaitable[int]], interval: float) -> None:
+        self._stop = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._run(sweep, interval))
+
+    async def _run(self, sweep: Callable[[], Awaitable[int]], interval: float) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._stop.wait(), interval)
+                return
+            except asyncio.TimeoutError:
+                pass
+            try:
+                removed = await sweep()
+                logger.debug("TTL sweep removed %d items", removed)
+            except Exception:
+                logger.exception("TTL sweep failed; retrying at the next interval")
+
+    async def stop(self, timeout: float | None = None) -> bool:
+        """Ask the task to stop; True when it ended within ``timeout``."""
+        self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self.task), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True

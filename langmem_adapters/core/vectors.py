@@ -1,0 +1,103 @@
+"""Embedding configuration and field extraction shared by the vector-capable stores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
+
+from langmem_adapters.errors import EmbeddingDimensionError
+
+__all__ = ["Distance", "IndexSpec", "check_vectors", "extract_texts", "text_hash"]
+
+Distance = Literal["cosine", "l2", "inner_product"]
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A validated ``IndexConfig``: embedder, dimensions, default fields and ANN options."""
+
+    dims: int
+    embeddings: Embeddings
+    fields: tuple[str, ...]
+    distance: Distance
+    kind: str
+    vector_type: str
+    ann: Mapping[str, Any]
+
+    @classmethod
+    def from_config(cls, config: IndexConfig | Mapping[str, Any]) -> IndexSpec:
+        """Validate an IndexConfig (plus this package's ``distance_type``/``ann_index_config`` keys)."""
+        if not isinstance(config, Mapping):
+            raise TypeError(f"index must be an IndexConfig dict, got {type(config).__name__}")
+        dims = config.get("dims")
+        if not isinstance(dims, int) or isinstance(dims, bool) or dims <= 0:
+            raise ValueError(f"index 'dims' must be a positive integer, got {dims!r}")
+        fields = config.get("fields") or ["$"]
+        if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
+            raise TypeError(f"index 'fields' must be a list of paths, got {fields!r}")
+        distance = config.get("distance_type", "cosine")
+        if distance not in ("cosine", "l2", "inner_product"):
+            raise ValueError(f"distance_type must be 'cosine', 'l2' or 'inner_product', got {distance!r}")
+        ann = dict(config.get("ann_index_config") or {})
+        kind = ann.pop("kind", "hnsw")
+        if kind == "flat":
+            kind = "exact"
+        if kind not in ("hnsw", "ivfflat", "exact"):
+            raise ValueError(f"ann_index_config kind must be 'hnsw', 'ivfflat' or 'exact', got {kind!r}")
+        vector_type = ann.pop("vector_type", "vector")
+        if vector_type not in ("vector", "halfvec"):
+            raise ValueError(f"vector_type must be 'vector' or 'halfvec', got {vector_type!r}")
+        return cls(
+            dims=dims,
+            embeddings=ensure_embeddings(config.get("embed")),
+            fields=tuple(fields),
+            distance=distance,
+            kind=kind,
+            vector_type=vector_type,
+            ann=ann,
+        )
+
+    def score(self, distance: float) -> float:
+        """Similarity from a backend distance: cosine 1-d, inner product the dot product, l2 -d."""
+        if self.distance == "cosine":
+            return 1.0 - distance
+        if self.distance == "inner_product":
+            return -distance
+        return -distance
+
+
+def extract_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
+    """``(field_name, text)`` pairs to embed: ``"$"`` is the whole value, ``[*]`` fans out per element."""
+    out: list[tuple[str, str]] = []
+    for path in fields:
+        if path == "$":
+            texts = [json.dumps(value, sort_keys=True, ensure_ascii=False)]
+        else:
+            texts = [t for t in get_text_at_path(value, tokenize_path(path)) if t]
+        if len(texts) == 1:
+            out.append((path, texts[0]))
+        else:
+            out.extend((f"{path}.{i}", t) for i, t in enumerate(texts))
+    return out
+
+
+def text_hash(text: str) -> str:
+    """A short content hash: unchanged text keeps its stored embedding."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def check_vectors(vectors: Sequence[Sequence[float]], expected: int, dims: int) -> list[list[float]]:
+    """Reject an embedder answer with the wrong count or size before anything is written."""
+    if len(vectors) != expected:
+        raise EmbeddingDimensionError(f"embedder returned {len(vectors)} vectors for {expected} texts")
+    out = [list(map(float, v)) for v in vectors]
+    for v in out:
+        if len(v) != dims:
+            raise EmbeddingDimensionError(f"embedder returned a vector of size {len(v)}; the index expects dims={dims}")
+    return out

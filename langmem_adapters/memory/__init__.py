@@ -1,0 +1,39 @@
+"""Memory tiers over any ``BaseStore``: facts, episodes, versioned procedures and run scratch.
+
+Each tier is ``Tier(store, namespace=root, ...)``; it keeps its records under
+``(*root, <tier label>)`` with the labels ``"semantic"``, ``"episodic"``, ``"procedural"`` and
+``"working"``, and never reads or writes anywhere else. Every method has an ``a``-prefixed async
+twin. Times are timezone-aware datetimes in the API and epoch milliseconds in the store.
+"""
+
+from langmem_adapters.memory._common import (
+    Attribution,
+    InvalidMemoryQueryError,
+    InvalidMemoryWriteError,
+    MemoryRecord,
+    MemoryTypeError,
+    RecordNotFoundError,
+    to_context,
+)
+from langmem_adapters.memory.episodic import Episode, EpisodicMemory, blended_score
+from langmem_adapters.memory.procedural import ProceduralMemory, Procedure
+from langmem_adapters.memory.semantic import Fact, SemanticMemory
+from langmem_adapters.memory.working import WorkingMemory
+
+__all__ = [
+    "Attribution",
+    "Episode",
+    "EpisodicMemory",
+    "Fact",
+    "InvalidMemoryQueryError",
+    "InvalidMemoryWriteError",
+    "MemoryRecord",
+    "MemoryTypeError",
+    "ProceduralMemory",
+    "Procedure",
+    "RecordNotFoundError",
+    "SemanticMemory",
+    "WorkingMemory",
+    "blended_score",
+    "to_context",
+]

@@ -1,0 +1,477 @@
+"""SemanticMemory: facts with validity windows that are corrected by supersession, never rewritten.
+
+Layout under ``(*root, "semantic")``:
+
+* a fact is an immutable item keyed by a random uuid (``kind="fact"``, embedded field ``text``);
+* a fact's *next slot* is the key ``uuid5(fact_id)``. It holds either the successor fact
+  (written by ``supersede``) or an ``kind="end"`` marker (written by ``end``). The slot is created
+  with an atomic put-if-absent, so of two concurrent supersedes/ends exactly one wins and the
+  other raises ``ConcurrentWriteError``.
+
+Reads are bitemporal: ``recall(as_of=t)`` returns facts that were valid at ``t`` according to what
+had been recorded by ``t``. A correction recorded today (even one back-dated to last week) leaves
+``recall(as_of=last_week)`` unchanged; ``recall(as_of=last_week, known_at=now)`` includes it.
+
+    >>> facts = SemanticMemory(store, namespace=("acme", "user-42"))
+    >>> paris = facts.remember("Lives in Paris")
+    >>> berlin = facts.supersede(paris.id, "Lives in Berlin")     # next week
+    >>> [f.text for f in facts.recall("where does the user live", as_of=today)]
+    ['Lives in Paris']
+    >>> [f.text for f in facts.history(berlin.id)]
+    ['Lives in Paris', 'Lives in Berlin']
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import GetOp, Item, SearchItem
+
+from langmem_adapters.errors import ConcurrentWriteError
+from langmem_adapters.memory._common import (
+    Attribution,
+    Effect,
+    InvalidMemoryWriteError,
+    MemoryRecord,
+    RecordNotFoundError,
+    _Tier,
+    call,
+    check_attribution,
+    check_filter,
+    check_k,
+    check_metadata,
+    check_text,
+    fmt_time,
+    from_ms,
+    lexical_score,
+    matches_filter,
+    search_all,
+    search_page,
+    to_ms,
+)
+
+__all__ = ["Fact", "SemanticMemory"]
+
+_NEXT_SLOT = uuid.UUID("5f2b1c52-6f0e-4c8e-9a53-3a4d2b7c9e11")
+
+
+def _next_key(fact_id: str) -> str:
+    """Key of the slot that closes ``fact_id``: deterministic, so writers race on one key."""
+    return str(uuid.uuid5(_NEXT_SLOT, fact_id))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fact(MemoryRecord):
+    """A fact and its validity window ``[valid_from, valid_to)``; ``valid_to=None`` means still holds.
+
+    ``valid_to`` and ``superseded_by`` reflect what was known at the time of the read (now for
+    ``get``/``history``, ``as_of`` for ``recall``). ``score`` is the query similarity in ``recall``.
+    """
+
+    valid_from: datetime
+    valid_to: datetime | None = None
+    lineage_id: str
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    score: float | None = None
+
+    def context_header(self) -> str:
+        """Validity window and recording date."""
+        until = fmt_time(self.valid_to) if self.valid_to else "now"
+        return (
+            f"valid {fmt_time(self.valid_from)} to {until}, recorded {fmt_time(self.recorded_at)}"
+        )
+
+
+@dataclass(frozen=True)
+class _Closure:
+    valid_to_ms: int
+    recorded_at_ms: int
+    successor: str | None
+
+
+def _fact_from(value: Mapping[str, Any]) -> Fact:
+    return Fact(
+        id=value["id"],
+        text=value["text"],
+        recorded_at=from_ms(value["recorded_at_ms"]),
+        attribution=Attribution.from_dict(value.get("attribution")),
+        metadata=dict(value.get("metadata") or {}),
+        valid_from=from_ms(value["valid_from_ms"]),
+        lineage_id=value["lineage_id"],
+        supersedes=value.get("supersedes"),
+    )
+
+
+def _closure_from(value: Mapping[str, Any]) -> _Closure:
+    if value["kind"] == "fact":
+        return _Closure(value["valid_from_ms"], value["recorded_at_ms"], value["id"])
+    return _Closure(value["valid_to_ms"], value["recorded_at_ms"], None)
+
+
+def _as_known_at(fact: Fact, closure: _Closure | None, at_ms: int) -> Fact:
+    """The fact with its end filled in if that end had been recorded by ``at_ms``."""
+    if closure is None or closure.recorded_at_ms > at_ms:
+        return fact
+    return replace(fact, valid_to=from_ms(closure.valid_to_ms), superseded_by=closure.successor)
+
+
+class SemanticMemory(_Tier):
+    """Facts with validity windows under ``(*namespace, "semantic")``; see the module docstring."""
+
+    _label = "semantic"
+
+    # ------------------------------------------------------------------ generators
+
+    def _load(self, fact_id: str) -> Effect[tuple[Fact, _Closure | None] | None]:
+        if not isinstance(fact_id, str):
+            return None
+        results: list[Item | None] = yield from call(
+            "batch", [GetOp(self._ns, fact_id), GetOp(self._ns, _next_key(fact_id))]
+        )
+        item, slot = results
+        if item is None or item.value.get("kind") != "fact" or item.value.get("id") != fact_id:
+            return None
+        return _fact_from(item.value), (_closure_from(slot.value) if slot else None)
+
+    def _closures(self, facts: Sequence[Fact]) -> Effect[list[_Closure | None]]:
+        if not facts:
+            return []
+        slots: list[Item | None] = yield from call(
+            "batch", [GetOp(self._ns, _next_key(f.id)) for f in facts]
+        )
+        return [_closure_from(slot.value) if slot else None for slot in slots]
+
+    def _write_fact(
+        self,
+        text: str,
+        *,
+        key: str,
+        valid_from_ms: int,
+        recorded_at_ms: int,
+        lineage_id: str | None,
+        supersedes: str | None,
+        attribution: Attribution,
+        metadata: dict[str, Any],
+        atomic: bool,
+    ) -> Effect[Fact]:
+        value = {
+            "kind": "fact",
+            "id": key,
+            "text": text,
+            "valid_from_ms": valid_from_ms,
+            "recorded_at_ms": recorded_at_ms,
+            "lineage_id": lineage_id or key,
+            "supersedes": supersedes,
+            "attribution": attribution.to_dict(),
+            "metadata": metadata,
+        }
+        if atomic:
+            created = yield from call("put_if_absent", self._ns, key, value, ["text"])
+            if not created:
+                raise ConcurrentWriteError(
+                    f"fact {supersedes!r} was superseded or ended by another writer; re-read and retry"
+                )
+        else:
+            yield from call("put", self._ns, key, value, ["text"])
+        return _fact_from(value)
+
+    def _remember(
+        self,
+        text: str,
+        valid_from: datetime | None,
+        attribution: Attribution | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Effect[Fact]:
+        text = check_text(text)
+        now = self._now_ms()
+        key = str(uuid.uuid4())
+        return (
+            yield from self._write_fact(
+                text,
+                key=key,
+                valid_from_ms=now if valid_from is None else to_ms(valid_from, "valid_from"),
+                recorded_at_ms=now,
+                lineage_id=None,
+                supersedes=None,
+                attribution=check_attribution(attribution),
+                metadata=check_metadata(metadata),
+                atomic=False,
+            )
+        )
+
+    def _open_fact(self, fact_id: str) -> Effect[Fact]:
+        loaded = yield from self._load(fact_id)
+        if loaded is None:
+            raise RecordNotFoundError(f"no fact {fact_id!r} in namespace {self.root}")
+        fact, closure = loaded
+        if closure is not None:
+            how = f"superseded by {closure.successor!r}" if closure.successor else "ended"
+            raise ConcurrentWriteError(f"fact {fact_id!r} was already {how}; re-read and retry")
+        return fact
+
+    def _supersede(
+        self,
+        fact_id: str,
+        text: str,
+        valid_from: datetime | None,
+        attribution: Attribution | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> Effect[Fact]:
+        text = check_text(text)
+        now = self._now_ms()
+        start = now if valid_from is None else to_ms(valid_from, "valid_from")
+        attribution = check_attribution(attribution)
+        new_metadata = None if metadata is None else check_metadata(metadata)
+        old = yield from self._open_fact(fact_id)
+        if start <= to_ms(old.valid_from, "valid_from"):
+            raise InvalidMemoryWriteError(
+                f"valid_from {from_ms(start).isoformat()} must be after the superseded fact's "
+                f"valid_from {old.valid_from.isoformat()}"
+            )
+        return (
+            yield from self._write_fact(
+                text,
+                key=_next_key(fact_id),
+                valid_from_ms=start,
+                recorded_at_ms=now,
+                lineage_id=old.lineage_id,
+                supersedes=fact_id,
+                attribution=attribution,
+                metadata=old.metadata if new_metadata is None else new_metadata,
+                atomic=True,
+            )
+        )
+
+    def _end(
+        self, fact_id: str, valid_to: datetime | None, attribution: Attribution | None
+    ) -> Effect[Fact]:
+        now = self._now_ms()
+        end = now if valid_to is None else to_ms(valid_to, "valid_to")
+        attribution = check_attribution(attribution)
+        fact = yield from self._open_fact(fact_id)
+        if end <= to_ms(fact.valid_from, "valid_from"):
+            raise InvalidMemoryWriteError(
+                f"valid_to {from_ms(end).isoformat()} must be after the fact's valid_from "
+                f"{fact.valid_from.isoformat()}"
+            )
+        marker = {
+            "kind": "end",
+            "of": fact_id,
+            "valid_to_ms": end,
+            "recorded_at_ms": now,
+            "attribution": attribution.to_dict(),
+        }
+        created = yield from call("put_if_absent", self._ns, _next_key(fact_id), marker, False)
+        if not created:
+            raise ConcurrentWriteError(
+                f"fact {fact_id!r} was superseded or ended by another writer; re-read and retry"
+            )
+        return replace(fact, valid_to=from_ms(end))
+
+    def _get(self, fact_id: str) -> Effect[Fact | None]:
+        loaded = yield from self._load(fact_id)
+        if loaded is None:
+            return None
+        return _as_known_at(loaded[0], loaded[1], self._now_ms())
+
+    def _history(self, fact_id: str) -> Effect[list[Fact]]:
+        loaded = yield from self._load(fact_id)
+        if loaded is None:
+            return []
+        items = yield from search_all(
+            self._ns, filter={"kind": "fact", "lineage_id": loaded[0].lineage_id}
+        )
+        facts = sorted(
+            (
+                _fact_from(i.value)
+                for i in items
+                if i.value.get("lineage_id") == loaded[0].lineage_id
+            ),
+            key=lambda f: (f.recorded_at, f.valid_from),
+        )
+        closures = yield from self._closures(facts)
+        now = self._now_ms()
+        return [_as_known_at(f, c, now) for f, c in zip(facts, closures, strict=True)]
+
+    def _recall(
+        self,
+        query: str | None,
+        as_of: datetime | None,
+        known_at: datetime | None,
+        k: int,
+        filter: Mapping[str, Any] | None,
+    ) -> Effect[list[Fact]]:
+        k = check_k(k)
+        meta_filter = check_filter(filter)
+        valid_at = self._now_ms() if as_of is None else to_ms(as_of, "as_of")
+        known = valid_at if known_at is None else to_ms(known_at, "known_at")
+        store_filter = {
+            "kind": "fact",
+            "recorded_at_ms": {"$lte": known},
+            "valid_from_ms": {"$lte": valid_at},
+        }
+        page_size = max(2 * k, 50)
+        found: list[Fact] = []
+        ranked_by_store = False
+        offset = 0
+        while True:
+            count, items = yield from search_page(
+                self._ns, query=query, filter=store_filter, limit=page_size, offset=offset
+            )
+            ranked_by_store = ranked_by_store or any(i.score is not None for i in items)
+            found.extend((yield from self._valid_at(items, valid_at, known, meta_filter)))
+            if count < page_size or (ranked_by_store and len(found) >= k):
+                break
+            offset += count
+        if query is not None and not ranked_by_store:
+            found = [replace(f, score=lexical_score(query, f.text)) for f in found]
+            found.sort(key=lambda f: (f.score or 0.0, f.valid_from), reverse=True)
+        elif query is None:
+            found.sort(key=lambda f: (f.valid_from, f.recorded_at), reverse=True)
+        return found[:k]
+
+    def _valid_at(
+        self, items: list[SearchItem], valid_at: int, known: int, meta_filter: dict[str, Any]
+    ) -> Effect[list[Fact]]:
+        """Re-check the bitemporal window (and metadata filter) the store search approximated."""
+        candidates = [
+            (_fact_from(i.value), i.score)
+            for i in items
+            if i.value.get("kind") == "fact"
+            and i.value["recorded_at_ms"] <= known
+            and i.value["valid_from_ms"] <= valid_at
+            and matches_filter(i.value.get("metadata") or {}, meta_filter)
+        ]
+        closures = yield from self._closures([f for f, _ in candidates])
+        return [
+            replace(_as_known_at(fact, closure, known), score=score)
+            for (fact, score), closure in zip(candidates, closures, strict=True)
+            if closure is None or closure.recorded_at_ms > known or closure.valid_to_ms > valid_at
+        ]
+
+    # ------------------------------------------------------------------ public API
+
+    def remember(
+        self,
+        text: str,
+        *,
+        valid_from: datetime | None = None,
+        attribution: Attribution | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Fact:
+        """Add a fact valid from ``valid_from`` (default now) until it is ended or superseded."""
+        return self._run(self._remember(text, valid_from, attribution, metadata))
+
+    async def aremember(
+        self,
+        text: str,
+        *,
+        valid_from: datetime | None = None,
+        attribution: Attribution | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Fact:
+        """Async ``remember``."""
+        return await self._arun(self._remember(text, valid_from, attribution, metadata))
+
+    def supersede(
+        self,
+        fact_id: str,
+        text: str,
+        *,
+        valid_from: datetime | None = None,
+        attribution: Attribution | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Fact:
+        """Close ``fact_id`` at ``valid_from`` (default now) and record ``text`` as its successor.
+
+        The successor inherits the old metadata unless ``metadata`` is given. Raises
+        ``RecordNotFoundError`` for an unknown id and ``ConcurrentWriteError`` if the fact was
+        already superseded or ended (by a concurrent writer or earlier).
+        """
+        return self._run(self._supersede(fact_id, text, valid_from, attribution, metadata))
+
+    async def asupersede(
+        self,
+        fact_id: str,
+        text: str,
+        *,
+        valid_from: datetime | None = None,
+        attribution: Attribution | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Fact:
+        """Async ``supersede``."""
+        return await self._arun(self._supersede(fact_id, text, valid_from, attribution, metadata))
+
+    def end(
+        self,
+        fact_id: str,
+        valid_to: datetime | None = None,
+        *,
+        attribution: Attribution | None = None,
+    ) -> Fact:
+        """Record that ``fact_id`` stopped holding at ``valid_to`` (default now); returns it closed."""
+        return self._run(self._end(fact_id, valid_to, attribution))
+
+    async def aend(
+        self,
+        fact_id: str,
+        valid_to: datetime | None = None,
+        *,
+        attribution: Attribution | None = None,
+    ) -> Fact:
+        """Async ``end``."""
+        return await self._arun(self._end(fact_id, valid_to, attribution))
+
+    def get(self, fact_id: str) -> Fact | None:
+        """The fact with this id as known now, or ``None`` (also for another tenant's id)."""
+        return self._run(self._get(fact_id))
+
+    async def aget(self, fact_id: str) -> Fact | None:
+        """Async ``get``."""
+        return await self._arun(self._get(fact_id))
+
+    def history(self, fact_id: str) -> list[Fact]:
+        """The whole lineage ``fact_id`` belongs to, oldest first; ``[]`` for an unknown id."""
+        return self._run(self._history(fact_id))
+
+    async def ahistory(self, fact_id: str) -> list[Fact]:
+        """Async ``history``."""
+        return await self._arun(self._history(fact_id))
+
+    def recall(
+        self,
+        query: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        k: int = 10,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[Fact]:
+        """Up to ``k`` facts valid at ``as_of`` (default now) per what was recorded by ``known_at``.
+
+        ``known_at`` defaults to ``as_of``, so a correction recorded later never changes a past
+        answer; pass ``known_at=now`` to ask what is now believed to have held at ``as_of``.
+
+        With a query, facts are ranked by the store's vector similarity, or by word overlap
+        (``lexical_score``) on stores without an index; without one, latest ``valid_from`` first.
+        ``filter`` applies to ``metadata``: ``{"topic": "home"}`` or ``{"n": {"$gte": 3}}`` with
+        ``$eq $ne $gt $gte $lt $lte``.
+        """
+        return self._run(self._recall(query, as_of, known_at, k, filter))
+
+    async def arecall(
+        self,
+        query: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        k: int = 10,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[Fact]:
+        """Async ``recall``."""
+        return await self._arun(self._recall(query, as_of, known_at, k, filter))

@@ -1,0 +1,18 @@
+"""PostgreSQL + pgvector stores for LangGraph."""
+
+from langmem_adapters.postgres.embedded import embedded_dsn, embedded_store
+from langmem_adapters.postgres.store import (
+    AsyncPostgresStore,
+    PoolConfig,
+    PostgresIndexConfig,
+    PostgresStore,
+)
+
+__all__ = [
+    "AsyncPostgresStore",
+    "PoolConfig",
+    "PostgresIndexConfig",
+    "PostgresStore",
+    "embedded_dsn",
+    "embedded_store",
+]

@@ -1,0 +1,582 @@
+"""SQL and batch logic of the Postgres stores, written once for sync and async.
+
+A batch runs as a generator (a "plan") that yields requests: ``Embed`` (texts to embed) or
+``Round`` (SQL statements sent together in one pipeline). The sync and async stores differ only
+in the driver that answers those requests, so both execute exactly the same queries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import takewhile
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.filters import COMPARISONS, Condition
+from langmem_adapters.core.ops import Batch, Write, plan_batch
+from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
+
+__all__ = ["Embed", "Round", "Statement", "Tables", "plan", "sweep_statements"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement; ``fetch`` says whether its rows are wanted."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    fetch: bool = True
+
+
+@dataclass(frozen=True)
+class Round:
+    """Statements sent in one round trip; ``tx`` runs them inside the batch's transaction."""
+
+    statements: list[Statement]
+    tx: bool = True
+
+
+@dataclass(frozen=True)
+class Embed:
+    """Texts to embed: documents, or a search query (``query=True`` uses ``embed_query``)."""
+
+    texts: list[str]
+    query: bool = False
+
+
+Request = Embed | Round
+Plan = Generator[Request, Any, Any]
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Table names of one store; ``prefix`` lets several stores share a database."""
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        if not self.prefix.replace("_", "").isalnum() or not self.prefix.isascii() or self.prefix[0].isdigit():
+            raise ValueError(f"table_prefix must be an ASCII identifier, got {self.prefix!r}")
+
+    @property
+    def store(self) -> str:
+        return f"{self.prefix}_store"
+
+    @property
+    def namespaces(self) -> str:
+        return f"{self.prefix}_namespaces"
+
+    @property
+    def migrations(self) -> str:
+        return f"{self.prefix}_migrations"
+
+    def vectors(self, spec: IndexSpec) -> str:
+        """One vector table per vector type and size, so stores with other embedders can share the DB."""
+        return f"{self.prefix}_vectors_{spec.vector_type}{spec.dims}"
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def migrations(t: Tables) -> list[list[str]]:
+    """Versioned schema steps, one list of statements per version; ``setup()`` applies missing ones."""
+    return [
+        [
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.store} (
+                ns text COLLATE "C" NOT NULL,
+                key text COLLATE "C" NOT NULL,
+                value jsonb NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                expires_at timestamptz,
+                ttl_minutes double precision,
+                PRIMARY KEY (ns, key)
+            )
+            """,
+            f"CREATE INDEX IF NOT EXISTS {t.store}_expires_idx ON {t.store} (expires_at) WHERE expires_at IS NOT NULL",
+            f"CREATE INDEX IF NOT EXISTS {t.store}_value_idx ON {t.store} USING gin (value jsonb_path_ops)",
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.namespaces} (
+                ns text COLLATE "C" PRIMARY KEY,
+                labels text[] COLLATE "C" NOT NULL,
+                depth int NOT NULL
+            )
+            """,
+        ],
+    ]
+
+
+_OPCLASS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
+_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
+
+
+def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
+    """DDL for the vector table of ``spec`` and its ANN index (idempotent)."""
+    vt = t.vectors(spec)
+    ddl = [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        f"""
+        CREATE TABLE IF NOT EXISTS {vt} (
+            ns text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            field text NOT NULL,
+            text_hash text NOT NULL,
+            embedding {spec.vector_type}({spec.dims}) NOT NULL,
+            PRIMARY KEY (ns, key, field),
+            FOREIGN KEY (ns, key) REFERENCES {t.store} (ns, key) ON DELETE CASCADE
+        )
+        """,
+    ]
+    if spec.kind != "exact":
+        params = {k: v for k, v in spec.ann.items() if k in ("m", "ef_construction", "lists")}
+        if spec.kind == "ivfflat" and "nlist" in spec.ann:
+            params["lists"] = spec.ann["nlist"]
+        for k, v in params.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"ann_index_config {k} must be a positive integer, got {v!r}")
+        with_ = f" WITH ({', '.join(f'{k} = {v}' for k, v in params.items())})" if params else ""
+        ddl.append(
+            f"CREATE INDEX IF NOT EXISTS {vt}_{_OPCLASS[spec.distance]}_{spec.kind}_idx ON {vt} "
+            f"USING {spec.kind} (embedding {spec.vector_type}_{_OPCLASS[spec.distance]}_ops){with_}"
+        )
+    return ddl
+
+
+def setup_plan(t: Tables, spec: IndexSpec | None) -> Plan:
+    """Create or upgrade the schema under an advisory lock, so concurrent ``setup()`` calls are safe."""
+    yield Round(
+        [
+            Statement("SELECT pg_advisory_xact_lock(hashtext(%s))", [t.prefix]),
+            Statement(f"CREATE TABLE IF NOT EXISTS {t.migrations} (v int PRIMARY KEY)", fetch=False),
+        ]
+    )
+    (rows,) = yield Round([Statement(f"SELECT coalesce(max(v), -1) FROM {t.migrations}")])
+    done = rows[0][0]
+    steps = [
+        Statement(sql, fetch=False) for v, step in enumerate(migrations(t)) if v > done for sql in step
+    ] + [Statement(f"INSERT INTO {t.migrations} (v) VALUES (%s)", [v], fetch=False) for v in range(done + 1, SCHEMA_VERSION)]
+    if spec is not None:
+        steps += [Statement(sql, fetch=False) for sql in vector_ddl(t, spec)]
+    if steps:
+        yield Round(steps)
+
+
+# --------------------------------------------------------------------------- SQL pieces
+
+LIVE = "({a}.expires_at IS NULL OR {a}.expires_at > now())"
+ITEM_COLUMNS = "{a}.ns, {a}.key, {a}.value, {a}.created_at, {a}.updated_at, {a}.ttl_minutes"
+
+
+def _ns_condition(column: str, prefix: Sequence[str]) -> tuple[str, list[Any]]:
+    """Exact-or-below match on whole labels, as an index-friendly range (no LIKE, nothing to escape)."""
+    if not prefix:
+        return "TRUE", []
+    lo, hi = nsp.prefix_range(prefix)
+    return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [nsp.join(prefix), lo, hi]
+
+
+def _containment(path: tuple[str, ...], value: Any) -> str | None:
+    """``value @> {...}`` document for a scalar equality, so the GIN index can narrow the scan."""
+    if isinstance(value, (dict, list)) or any(p.lstrip("-").isdigit() for p in path):
+        return None
+    doc: Any = value
+    for part in reversed(path):
+        doc = {part: doc}
+    return json.dumps(doc, allow_nan=False)
+
+
+def _filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list[Any]]:
+    """Typed filter conditions as SQL (see ``langmem_adapters.core.filters`` for the semantics)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for c in conditions:
+        x = f"({column} #> %s::text[])"
+        path = list(c.path)
+        if c.op == "$eq":
+            contained = _containment(c.path, c.value)
+            if contained is not None:
+                parts.append(f"{column} @> %s::jsonb")
+                params.append(contained)
+            parts.append(f"{x} = %s::jsonb")
+            params += [path, json.dumps(c.value)]
+        elif c.op == "$ne":
+            parts.append(f"{x} IS DISTINCT FROM %s::jsonb")
+            params += [path, json.dumps(c.value)]
+        elif c.op == "$in":
+            parts.append(f"{x} IN (SELECT jsonb_array_elements(%s::jsonb))")
+            params += [path, json.dumps(list(c.value))]
+        elif c.op == "$nin":
+            parts.append(f"({x} IS NULL OR {x} NOT IN (SELECT jsonb_array_elements(%s::jsonb)))")
+            params += [path, path, json.dumps(list(c.value))]
+        elif c.op == "$exists":
+            parts.append(f"{x} IS {'NOT ' if c.value else ''}NULL")
+            params.append(path)
+        else:
+            assert c.op in COMPARISONS
+            sql_op = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[c.op]
+            if isinstance(c.value, str):
+                parts.append(f"(jsonb_typeof({x}) = 'string' AND ({x} #>> '{{}}') COLLATE \"C\" {sql_op} %s)")
+                params += [path, path, c.value]
+            else:
+                parts.append(f"(jsonb_typeof({x}) = 'number' AND {x} {sql_op} %s::jsonb)")
+                params += [path, path, json.dumps(c.value)]
+    return (" AND ".join(parts) or "TRUE"), params
+
+
+def _vec_literal(v: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in v) + "]"
+
+
+def _item(row: Sequence[Any]) -> Item:
+    return Item(value=row[2], key=row[1], namespace=nsp.split(row[0]), created_at=row[3], updated_at=row[4])
+
+
+def _search_item(row: Sequence[Any], score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=nsp.split(row[0]), key=row[1], value=row[2], created_at=row[3], updated_at=row[4], score=score
+    )
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def _get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
+    return Statement(
+        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
+        f"JOIN unnest(%s::text[], %s::text[]) AS r(ns, key) ON s.ns = r.ns AND s.key = r.key "
+        f"WHERE {LIVE.format(a='s')}",
+        [[nsp.join(op.namespace) for _, op in gets], [op.key for _, op in gets]],
+    )
+
+
+def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) -> Statement:
+    ns_sql, ns_params = _ns_condition("s.ns", op.namespace_prefix)
+    f_sql, f_params = _filter_sql(conditions, "s.value")
+    return Statement(
+        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
+        f"WHERE {ns_sql} AND {LIVE.format(a='s')} AND {f_sql} "
+        f"ORDER BY s.updated_at DESC, s.ns, s.key LIMIT %s OFFSET %s",
+        [*ns_params, *f_params, op.limit, op.offset],
+    )
+
+
+def _vector_search(
+    t: Tables, spec: IndexSpec, op: SearchOp, conditions: tuple[Condition, ...], qvec: str, candidates: int | None
+) -> list[Statement]:
+    """ANN candidates (``candidates`` rows, iterative index scan) or, with ``None``, exact per-item scores."""
+    vt = t.vectors(spec)
+    dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
+    ns_sql, ns_params = _ns_condition("v.ns", op.namespace_prefix)
+    f_sql, f_params = _filter_sql(conditions, "s.value")
+    where = f"{ns_sql} AND {LIVE.format(a='s')} AND {f_sql}"
+    join = f"FROM {vt} v JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key"
+    if candidates is None:
+        return [
+            Statement(
+                f"SELECT {ITEM_COLUMNS.format(a='s')}, min({dist}) AS d {join} WHERE {where} "
+                f"GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key LIMIT %s OFFSET %s",
+                [qvec, *ns_params, *f_params, op.limit, op.offset],
+            )
+        ]
+    ef = max(int(spec.ann.get("ef_search", 100)), candidates)
+    settings = [Statement("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(ef, 1000))])]
+    settings.append(Statement("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"))
+    if spec.kind == "ivfflat":
+        settings = [
+            Statement("SELECT set_config('ivfflat.probes', %s, true)", [str(int(spec.ann.get("probes", 10)))]),
+            Statement("SELECT set_config('ivfflat.iterative_scan', 'relaxed_order', true)"),
+        ]
+    return [
+        *settings,
+        Statement(
+            f"SELECT {ITEM_COLUMNS.format(a='s')}, {dist} AS d {join} WHERE {where} ORDER BY {dist} LIMIT %s",
+            [qvec, *ns_params, *f_params, qvec, candidates],
+        ),
+    ]
+
+
+def _pool(rows: list[Sequence[Any]]) -> list[Sequence[Any]]:
+    """Best (smallest-distance) row per item, best first: one result per item however many vectors."""
+    best: dict[tuple[str, str], Sequence[Any]] = {}
+    for row in rows:
+        k = (row[0], row[1])
+        if k not in best or row[6] < best[k][6]:
+            best[k] = row
+    return sorted(best.values(), key=lambda r: (r[6], r[0], r[1]))
+
+
+def _list_statement(t: Tables, op: ListNamespacesOp) -> Statement:
+    conds = [f"EXISTS (SELECT 1 FROM {t.store} s WHERE s.ns = n.ns AND {LIVE.format(a='s')})"]
+    params: list[Any] = []
+    for cond in op.match_conditions or ():
+        path = tuple(cond.path)
+        conds.append(f"n.depth >= {len(path)}")
+        if cond.match_type == "prefix":
+            lead = tuple(takewhile(lambda label: label != "*", path))
+            sql, p = _ns_condition("n.ns", lead)
+            conds.append(sql)
+            params += p
+            for i, label in enumerate(path[len(lead) :], start=len(lead) + 1):
+                if label != "*":
+                    conds.append(f"n.labels[{i}] = %s")
+                    params.append(label)
+        else:
+            for i, label in enumerate(path):
+                if label != "*":
+                    conds.append(f"n.labels[n.depth - {len(path) - 1 - i}] = %s")
+                    params.append(label)
+    cols = "n.labels" if op.max_depth is None else f"n.labels[1:{int(op.max_depth)}]"
+    return Statement(
+        f"SELECT DISTINCT {cols} AS labels FROM {t.namespaces} n WHERE {' AND '.join(conds)} "
+        f"ORDER BY labels LIMIT %s OFFSET %s",
+        [*params, op.limit, op.offset],
+    )
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def _write_statements(
+    t: Tables,
+    spec: IndexSpec | None,
+    writes: list[Write],
+    vectors: dict[tuple[str, str], list[tuple[str, str, str]]],
+    if_absent: bool = False,
+) -> tuple[list[Statement], list[Statement]]:
+    """Item statements (deletes, namespace registration, upserts) and the vector replacement after them."""
+    statements: list[Statement] = []
+    writes = sorted(writes, key=lambda w: (w.namespace, w.key))  # one lock order: no deadlocks between batches
+    deletes = [w for w in writes if w.value_json is None]
+    puts = [w for w in writes if w.value_json is not None]
+    if deletes:
+        statements.append(
+            Statement(
+                f"DELETE FROM {t.store} s USING unnest(%s::text[], %s::text[]) AS r(ns, key) "
+                f"WHERE s.ns = r.ns AND s.key = r.key",
+                [[nsp.join(w.namespace) for w in deletes], [w.key for w in deletes]],
+                fetch=False,
+            )
+        )
+    if not puts:
+        return statements, []
+    keys = [[nsp.join(w.namespace) for w in puts], [w.key for w in puts]]
+    expired = f"s.expires_at IS NOT NULL AND s.expires_at <= now()"
+    conflict = (
+        f"DO UPDATE SET value = excluded.value, created_at = excluded.created_at, updated_at = excluded.updated_at, "
+        f"expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes WHERE {expired} RETURNING s.ns, s.key"
+        if if_absent
+        else f"DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+        f"created_at = CASE WHEN {expired} THEN excluded.created_at ELSE s.created_at END, "
+        f"expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes"
+    )
+    statements.append(
+        Statement(
+            f"""
+            WITH rows AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::jsonb[], %s::float8[])
+                          AS r(ns, key, value, ttl)),
+            new_ns AS (
+                INSERT INTO {t.namespaces} (ns, labels, depth)
+                SELECT DISTINCT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.'))
+                FROM rows ORDER BY ns ON CONFLICT (ns) DO NOTHING
+            )
+            INSERT INTO {t.store} AS s (ns, key, value, created_at, updated_at, expires_at, ttl_minutes)
+            SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows
+            ON CONFLICT (ns, key) {conflict}
+            """,
+            [*keys, [w.value_json for w in puts], [w.ttl for w in puts]],
+            fetch=if_absent,
+        )
+    )
+    if spec is None:
+        return statements, []
+    vt = t.vectors(spec)
+    vector_statements: list[Statement] = []
+    keep = [(ns, key, field) for (ns, key), rows in vectors.items() for field, _, _ in rows]
+    vector_statements.append(
+        Statement(
+            f"DELETE FROM {vt} v USING unnest(%s::text[], %s::text[]) AS r(ns, key) "
+            f"WHERE v.ns = r.ns AND v.key = r.key "
+            f"AND (v.ns, v.key, v.field) NOT IN (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+            [*keys, [k[0] for k in keep], [k[1] for k in keep], [k[2] for k in keep]],
+            fetch=False,
+        )
+    )
+    rows = [(ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items]
+    if rows:
+        vector_statements.append(
+            Statement(
+                f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding) "
+                f"SELECT ns, key, field, h, e::{spec.vector_type} "
+                f"FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS r(ns, key, field, h, e) "
+                f"ON CONFLICT (ns, key, field) DO UPDATE SET text_hash = excluded.text_hash, embedding = excluded.embedding "
+                f"WHERE v.text_hash <> excluded.text_hash",
+                [[r[i] for r in rows] for i in range(5)],
+                fetch=False,
+            )
+        )
+    return statements, vector_statements
+
+
+def _embed_writes(
+    t: Tables, spec: IndexSpec, writes: list[Write]
+) -> Generator[Request, Any, dict[tuple[str, str], list[tuple[str, str, str]]]]:
+    """Vectors for each put, reusing stored embeddings of unchanged text; only new text is embedded."""
+    wanted: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    for w in writes:
+        if w.value is None:
+            continue
+        fields = spec.fields if w.index is None else (w.index or ())
+        wanted[(nsp.join(w.namespace), w.key)] = [
+            (field, text_hash(text), text) for field, text in extract_texts(w.value, fields)
+        ]
+    if not any(wanted.values()):
+        return {k: [] for k in wanted}
+    keys = [k for k, v in wanted.items() if v]
+    (stored,) = yield Round(
+        [
+            Statement(
+                f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
+                f"JOIN unnest(%s::text[], %s::text[]) AS r(ns, key) ON v.ns = r.ns AND v.key = r.key",
+                [[k[0] for k in keys], [k[1] for k in keys]],
+            )
+        ],
+        tx=False,
+    )
+    known = {(ns, key, h): emb for ns, key, h, emb in stored}
+    missing = sorted({text for k in keys for _, h, text in wanted[k] if (*k, h) not in known})
+    fresh: dict[str, str] = {}
+    if missing:
+        embedded = yield Embed(missing)
+        fresh = {text: _vec_literal(v) for text, v in zip(missing, check_vectors(embedded, len(missing), spec.dims))}
+    return {
+        k: [(field, h, known.get((*k, h)) or fresh[text]) for field, h, text in rows] for k, rows in wanted.items()
+    }
+
+
+# --------------------------------------------------------------------------- the batch plan
+
+
+def plan(
+    t: Tables, spec: IndexSpec | None, ttl: TTLConfig | None, ops: Iterable[Op], *, if_absent: bool = False
+) -> Plan:
+    """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one transaction."""
+    op_list, batch = plan_batch(ops)
+    results: list[Result] = [None] * len(op_list)
+    qvecs: dict[str, str] = {}
+    if spec is not None:
+        queries = sorted({op.query for _, op, _ in batch.searches if op.query})
+        if queries:
+            embedded = yield Embed(queries, query=True)
+            qvecs = dict(zip(queries, map(_vec_literal, check_vectors(embedded, len(queries), spec.dims))))
+    vectors = (yield from _embed_writes(t, spec, batch.writes)) if spec is not None else {}
+
+    statements: list[Statement] = []
+    if batch.gets:
+        statements.append(_get_statement(t, batch.gets))
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...], int, int | None]] = []
+    for i, op, conds in batch.searches:
+        qvec = qvecs.get(op.query or "")
+        if qvec is None or spec is None:
+            searches.append((i, op, conds, len(statements), None))
+            statements.append(_plain_search(t, op, conds))
+        else:
+            n = None if spec.kind == "exact" else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
+            stmts = _vector_search(t, spec, op, conds, qvec, n)
+            statements += stmts
+            searches.append((i, op, conds, len(statements) - 1, n))
+    lists = []
+    for i, op in batch.lists:
+        lists.append((i, len(statements)))
+        statements.append(_list_statement(t, op))
+    n_reads = len(statements)
+    item_writes, vector_writes = _write_statements(t, spec, batch.writes, vectors, if_absent)
+    statements += item_writes
+    if not if_absent:
+        statements += vector_writes
+    if not statements:
+        return results
+    tx = len(statements) > 1 or bool(batch.writes)
+    rows = yield Round(statements, tx=tx)
+
+    refresh: dict[tuple[str, str], None] = {}
+
+    def track(row: Sequence[Any], wanted: bool) -> None:
+        if wanted and row[5] is not None:
+            refresh[(row[0], row[1])] = None
+
+    if batch.gets:
+        found = {(r[0], r[1]): r for r in rows[0]}
+        for i, op in batch.gets:
+            row = found.get((nsp.join(op.namespace), op.key))
+            if row is not None:
+                track(row, op.refresh_ttl)
+            results[i] = _item(row) if row is not None else None
+    for i, op, conds, pos, n in searches:
+        got = rows[pos]
+        if op.query and spec is not None and qvecs.get(op.query):
+            if n is not None:
+                pooled = _pool(got)
+                if len(pooled) < op.offset + op.limit:
+                    # The ANN window (or the iterative scan's budget) ran short for this filter or
+                    # page: answer exactly, so a page is never short while more matches exist.
+                    (got,) = yield Round(_vector_search(t, spec, op, conds, qvecs[op.query], None))
+                else:
+                    got = pooled[op.offset : op.offset + op.limit]
+            results[i] = [_search_item(r, spec.score(float(r[6]))) for r in got]
+        else:
+            results[i] = [_search_item(r, None) for r in got]
+        for r in got:
+            track(r, op.refresh_ttl)
+    for i, pos in lists:
+        results[i] = [tuple(r[0]) for r in rows[pos]]
+    if refresh:
+        yield Round([_refresh_statement(t, list(refresh))])
+    if if_absent:
+        # Only a created item gets vectors: a live item that won the race keeps its own.
+        created = bool(rows[n_reads])
+        if created and vector_writes:
+            yield Round(vector_writes)
+        return created
+    return results
+
+
+def _refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:
+    """Extend each read item's expiry by its own TTL."""
+    return Statement(
+        f"UPDATE {t.store} s SET expires_at = now() + s.ttl_minutes * interval '1 minute' "
+        f"FROM unnest(%s::text[], %s::text[]) AS r(ns, key) "
+        f"WHERE s.ns = r.ns AND s.key = r.key AND s.ttl_minutes IS NOT NULL AND {LIVE.format(a='s')}",
+        [[k[0] for k in keys], [k[1] for k in keys]],
+        fetch=False,
+    )
+
+
+def sweep_statements(t: Tables) -> tuple[Statement, list[Statement]]:
+    """Delete expired items; then, under a short table lock that waits out in-flight writers, drop
+    namespace rows that no longer hold any item."""
+    return (
+        Statement(f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"),
+        [
+            Statement(f"LOCK TABLE {t.namespaces} IN SHARE ROW EXCLUSIVE MODE", fetch=False),
+            Statement(
+                f"DELETE FROM {t.namespaces} n WHERE NOT EXISTS (SELECT 1 FROM {t.store} s WHERE s.ns = n.ns)",
+                fetch=False,
+            ),
+        ],
+    )
