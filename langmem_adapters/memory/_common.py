@@ -156,22 +156,35 @@ def utc_now() -> datetime:
 
 
 def check_text(text: object, what: str = "text") -> str:
-    """Return ``text`` if it is a non-blank string."""
+    """Return ``text`` if it is a non-blank string that every store can hold."""
     if not isinstance(text, str):
         raise MemoryTypeError(f"{what} must be a str, got {type(text).__name__}")
     if not text.strip():
         raise InvalidMemoryWriteError(f"{what} must not be empty")
-    return text
+    return str(check_json(text, what))
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def check_json(value: Any, what: str) -> Any:
-    """Reject values the stores cannot hold as JSON, with the same errors our stores raise."""
+    """Reject values some store cannot hold as JSON (including NUL characters, which PostgreSQL
+    refuses), with the same errors this package's stores raise, so every backend behaves alike."""
     try:
         json.dumps(value, allow_nan=False)
     except TypeError as exc:
         raise NonJSONValueError(f"{what} is not JSON-serialisable: {exc}") from exc
     except ValueError as exc:
         raise InvalidValueError(f"{what} cannot be stored as JSON: {exc}") from exc
+    if _has_nul(value):
+        raise InvalidValueError(f"{what} contains a NUL character, which stores cannot hold")
     return value
 
 
@@ -192,6 +205,7 @@ def check_attribution(attribution: Attribution | None) -> Attribution:
         raise MemoryTypeError(
             f"attribution must be an Attribution, got {type(attribution).__name__}"
         )
+    check_json(attribution.to_dict(), "attribution")
     return attribution
 
 

@@ -35,6 +35,7 @@ from langmem_adapters.memory._common import (
     _Tier,
     call,
     check_attribution,
+    check_json,
     check_k,
     check_metadata,
     check_text,
@@ -142,6 +143,7 @@ class EpisodicMemory(_Tier):
             raise MemoryTypeError(
                 f"thread_id must be a str or None, got {type(thread_id).__name__}"
             )
+        check_json([outcome, thread_id], "outcome and thread_id")
         key = str(uuid.uuid4())
         value = {
             "kind": "episode",

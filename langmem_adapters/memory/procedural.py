@@ -35,6 +35,7 @@ from langmem_adapters.memory._common import (
     _Tier,
     call,
     check_attribution,
+    check_json,
     check_metadata,
     check_text,
     digest,
@@ -89,7 +90,7 @@ def _procedure_from(value: Mapping[str, Any]) -> Procedure:
 def _check_name(name: object) -> str:
     if not isinstance(name, str):
         raise MemoryTypeError(f"name must be a str, got {type(name).__name__}")
-    return name
+    return str(check_json(name, "name"))
 
 
 def _check_version(version: object, what: str, *, minimum: int) -> int:

@@ -14,9 +14,12 @@ had been recorded by ``t``. A correction recorded today (even one back-dated to 
 
     >>> facts = SemanticMemory(store, namespace=("acme", "user-42"))
     >>> paris = facts.remember("Lives in Paris")
-    >>> berlin = facts.supersede(paris.id, "Lives in Berlin")     # next week
-    >>> [f.text for f in facts.recall("where does the user live", as_of=today)]
+    >>> asked = datetime.now(timezone.utc)
+    >>> berlin = facts.supersede(paris.id, "Lives in Berlin")   # later: the user moved
+    >>> [f.text for f in facts.recall("where does the user live", as_of=asked)]
     ['Lives in Paris']
+    >>> [f.text for f in facts.recall("where does the user live")]
+    ['Lives in Berlin']
     >>> [f.text for f in facts.history(berlin.id)]
     ['Lives in Paris', 'Lives in Berlin']
 """

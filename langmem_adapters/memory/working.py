@@ -51,7 +51,7 @@ def _check_ttl(ttl: object) -> float | None:
 def _check_key(key: object) -> str:
     if not isinstance(key, str):
         raise MemoryTypeError(f"key must be a str, got {type(key).__name__}")
-    return key
+    return str(check_json(key, "key"))
 
 
 class WorkingMemory(_Tier):
@@ -74,7 +74,7 @@ class WorkingMemory(_Tier):
         super().__init__(store, namespace=namespace, clock=clock)
         if not isinstance(run_id, str) or not run_id:
             raise MemoryTypeError(f"run_id must be a non-empty str, got {run_id!r}")
-        self.run_id = run_id
+        self.run_id = str(check_json(run_id, "run_id"))
         self.ttl = _check_ttl(ttl)
 
     def _key(self, key: str) -> str:
