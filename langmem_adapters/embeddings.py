@@ -8,6 +8,7 @@ are close. It captures word overlap, not meaning: use a real model for productio
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 
 import numpy as np
@@ -30,7 +31,7 @@ class HashEmbeddings(Embeddings):
 
     def _embed(self, text: str) -> list[float]:
         words = [w.lower() for w in _WORD.findall(text)]
-        features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+        features = words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
         vec = np.zeros(self.dims, dtype=np.float64)
         for feature in features or [""]:
             digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
@@ -44,7 +44,7 @@ class IndexSpec:
         distance = config.get("distance_type", "cosine")
         if distance not in ("cosine", "l2", "inner_product"):
             raise ValueError(f"distance_type must be 'cosine', 'l2' or 'inner_product', got {distance!r}")
-        ann = dict(config.get("ann_index_config") or {})
+        ann: dict[str, Any] = dict(cast(Mapping[str, Any], config.get("ann_index_config") or {}))
         kind = ann.pop("kind", "hnsw")
         if kind == "flat":
             kind = "exact"

@@ -26,7 +26,7 @@ from langgraph.store.base import (
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import COMPARISONS, Condition
-from langmem_adapters.core.ops import Batch, Write, plan_batch
+from langmem_adapters.core.ops import Write, plan_batch
 from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
 
 __all__ = ["Embed", "Round", "Statement", "Tables", "plan", "sweep_statements"]
@@ -376,7 +376,7 @@ def _write_statements(
     if not puts:
         return statements, []
     keys = [[nsp.join(w.namespace) for w in puts], [w.key for w in puts]]
-    expired = f"s.expires_at IS NOT NULL AND s.expires_at <= now()"
+    expired = "s.expires_at IS NOT NULL AND s.expires_at <= now()"
     conflict = (
         f"DO UPDATE SET value = excluded.value, created_at = excluded.created_at, updated_at = excluded.updated_at, "
         f"expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes WHERE {expired} RETURNING s.ns, s.key"
@@ -501,9 +501,9 @@ def plan(
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
     lists = []
-    for i, op in batch.lists:
+    for i, list_op in batch.lists:
         lists.append((i, len(statements)))
-        statements.append(_list_statement(t, op))
+        statements.append(_list_statement(t, list_op))
     n_reads = len(statements)
     item_writes, vector_writes = _write_statements(t, spec, batch.writes, vectors, if_absent)
     statements += item_writes
@@ -522,10 +522,10 @@ def plan(
 
     if batch.gets:
         found = {(r[0], r[1]): r for r in rows[0]}
-        for i, op in batch.gets:
-            row = found.get((nsp.join(op.namespace), op.key))
+        for i, get_op in batch.gets:
+            row = found.get((nsp.join(get_op.namespace), get_op.key))
             if row is not None:
-                track(row, op.refresh_ttl)
+                track(row, get_op.refresh_ttl)
             results[i] = _item(row) if row is not None else None
     for i, op, conds, pos, n in searches:
         got = rows[pos]

@@ -30,7 +30,15 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.postgres.queries import Embed, Plan, Round, Tables, plan, setup_plan, sweep_statements
+from langmem_adapters.postgres.queries import (
+    Embed,
+    Plan,
+    Round,
+    Tables,
+    plan,
+    setup_plan,
+    sweep_statements,
+)
 
 __all__ = ["AsyncPostgresStore", "PoolConfig", "PostgresIndexConfig", "PostgresStore"]
 
@@ -102,13 +110,13 @@ def _execute(conn: psycopg.Connection[Any], request: Round) -> list[list[Any]]:
     if len(request.statements) == 1:
         (st,) = request.statements
         cur = conn.cursor(row_factory=tuple_row)
-        cur.execute(st.sql, st.params)  # type: ignore[arg-type]
+        cur.execute(st.sql, st.params)
         return [cur.fetchall() if st.fetch else []]
     cursors = []
     with conn.pipeline():
         for st in request.statements:
             cur = conn.cursor(row_factory=tuple_row)
-            cur.execute(st.sql, st.params)  # type: ignore[arg-type]
+            cur.execute(st.sql, st.params)
             cursors.append(cur)
     return [cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, request.statements)]
 
@@ -117,13 +125,13 @@ async def _aexecute(conn: psycopg.AsyncConnection[Any], request: Round) -> list[
     if len(request.statements) == 1:
         (st,) = request.statements
         cur = conn.cursor(row_factory=tuple_row)
-        await cur.execute(st.sql, st.params)  # type: ignore[arg-type]
+        await cur.execute(st.sql, st.params)
         return [await cur.fetchall() if st.fetch else []]
     cursors = []
     async with conn.pipeline():
         for st in request.statements:
             cur = conn.cursor(row_factory=tuple_row)
-            await cur.execute(st.sql, st.params)  # type: ignore[arg-type]
+            await cur.execute(st.sql, st.params)
             cursors.append(cur)
     return [await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, request.statements)]
 
@@ -221,7 +229,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops in one transaction: reads see the state before the batch's writes."""
-        return self._run(plan(self.tables, self.index_spec, self.ttl_config, ops))  # type: ignore[no-any-return]
+        return self._run(plan(self.tables, self.index_spec, self.ttl_config, ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop is never blocked."""
@@ -234,7 +242,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> bool:
         """Create the item only if no live item has this key; True for the one writer that created it.
 
@@ -250,7 +258,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> bool:
         """Async twin of :meth:`put_if_absent`."""
         return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
@@ -391,11 +399,11 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops in one transaction: reads see the state before the batch's writes."""
-        return await self._run(plan(self.tables, self.index_spec, self.ttl_config, ops))  # type: ignore[no-any-return]
+        return await self._run(plan(self.tables, self.index_spec, self.ttl_config, ops))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """``abatch`` on the store's event loop, for callers in other threads."""
-        return self._sync(self.abatch(list(ops)))  # type: ignore[no-any-return]
+        return self._sync(self.abatch(list(ops)))
 
     async def aput_if_absent(
         self,
@@ -404,7 +412,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> bool:
         """Create the item only if no live item has this key; True for the one writer that created it."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
@@ -417,7 +425,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> bool:
         """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
         return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))

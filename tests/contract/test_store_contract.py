@@ -406,7 +406,7 @@ def test_update_replaces_vectors(make_store: StoreFactory, backend: str) -> None
     store.put(("d",), "filler", {"text": "unrelated words here"})
     store.put(("d",), "k", {"text": "quantum physics lecture"})
     top = store.search(("d",), query="zebra stripes savanna", limit=1)[0]
-    assert top.key != "k" or top.score is not None and top.score < 0.5
+    assert top.key != "k" or (top.score is not None and top.score < 0.5)
     store.put(("d",), "k", {"text": "zebra stripes savanna"}, index=False)
     assert "k" not in _keys(store.search(("d",), query="zebra stripes savanna"))
     assert store.get(("d",), "k") is not None
