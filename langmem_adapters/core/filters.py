@@ -22,7 +22,15 @@ from typing import Any
 
 from langmem_adapters.errors import InvalidFilterError
 
-__all__ = ["COMPARISONS", "OPERATORS", "Condition", "get_path", "json_equal", "matches", "parse_filter"]
+__all__ = [
+    "COMPARISONS",
+    "OPERATORS",
+    "Condition",
+    "get_path",
+    "json_equal",
+    "matches",
+    "parse_filter",
+]
 
 COMPARISONS = {"$gt", "$gte", "$lt", "$lte"}
 OPERATORS = {"$eq", "$ne", "$in", "$nin", "$exists", *COMPARISONS}
@@ -71,17 +79,25 @@ def _parse_operand(key: str, op: str, operand: Any) -> Any:
             return operand
         if _is_number(operand):
             if isinstance(operand, float) and not math.isfinite(operand):
-                raise InvalidFilterError(f"filter operand for {where} must be finite, got {operand!r}")
+                raise InvalidFilterError(
+                    f"filter operand for {where} must be finite, got {operand!r}"
+                )
             return operand
-        raise InvalidFilterError(f"filter operand for {where} must be a number or a string, got {type(operand).__name__}")
+        raise InvalidFilterError(
+            f"filter operand for {where} must be a number or a string, got {type(operand).__name__}"
+        )
     if op in ("$in", "$nin"):
         if isinstance(operand, (str, bytes, Mapping)) or not isinstance(operand, Sequence):
-            raise InvalidFilterError(f"filter operand for {where} must be a list, got {type(operand).__name__}")
+            raise InvalidFilterError(
+                f"filter operand for {where} must be a list, got {type(operand).__name__}"
+            )
         _check_json(list(operand), where)
         return tuple(operand)
     if op == "$exists":
         if not isinstance(operand, bool):
-            raise InvalidFilterError(f"filter operand for {where} must be true or false, got {operand!r}")
+            raise InvalidFilterError(
+                f"filter operand for {where} must be true or false, got {operand!r}"
+            )
         return operand
     _check_json(operand, where)
     return operand
@@ -96,7 +112,9 @@ def parse_filter(filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
     conditions: list[Condition] = []
     for key, spec in filter.items():
         path = _parse_path(key)
-        if isinstance(spec, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in spec):
+        if isinstance(spec, Mapping) and any(
+            isinstance(k, str) and k.startswith("$") for k in spec
+        ):
             for op, operand in spec.items():
                 if op not in OPERATORS:
                     raise InvalidFilterError(

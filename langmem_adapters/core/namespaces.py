@@ -44,7 +44,11 @@ def matches_all(namespace: Sequence[str], conditions: Sequence[MatchCondition] |
         path = tuple(cond.path)
         if len(path) > len(namespace):
             return False
-        part = namespace[: len(path)] if cond.match_type == "prefix" else namespace[len(namespace) - len(path) :]
+        part = (
+            namespace[: len(path)]
+            if cond.match_type == "prefix"
+            else namespace[len(namespace) - len(path) :]
+        )
         if not _label_match(path, part):
             return False
     return True

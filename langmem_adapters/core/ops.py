@@ -42,7 +42,9 @@ def _check_keys(value: Any, depth: int = 0) -> None:
     if isinstance(value, Mapping):
         for k, v in value.items():
             if not isinstance(k, str):
-                raise NonJSONValueError(f"item value has a non-string object key {k!r}; JSON keys are strings")
+                raise NonJSONValueError(
+                    f"item value has a non-string object key {k!r}; JSON keys are strings"
+                )
             _check_keys(v, depth + 1)
     elif isinstance(value, (list, tuple)):
         for v in value:
@@ -57,7 +59,9 @@ def dump_value(value: Any) -> str:
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except ValueError as exc:
-        raise InvalidValueError(f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)") from None
+        raise InvalidValueError(
+            f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)"
+        ) from None
     except TypeError as exc:
         raise NonJSONValueError(f"item value is not JSON-serialisable: {exc}") from None
     except RecursionError:
@@ -67,7 +71,9 @@ def dump_value(value: Any) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidValueError("item value contains a lone surrogate character, which is not valid UTF-8") from None
+        raise InvalidValueError(
+            "item value contains a lone surrogate character, which is not valid UTF-8"
+        ) from None
     return text
 
 
@@ -131,7 +137,9 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     writes: dict[tuple[tuple[str, ...], str], Write] = {}
     for i, op in enumerate(op_list):
         if isinstance(op, GetOp):
-            op = op._replace(namespace=_namespace(op.namespace, "namespace"), key=validate_key(op.key))
+            op = op._replace(
+                namespace=_namespace(op.namespace, "namespace"), key=validate_key(op.key)
+            )
             validate_op_namespace(op)
             batch.gets.append((i, op))
         elif isinstance(op, SearchOp):
@@ -150,7 +158,9 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
                 raise ValueError("max_depth must be >= 1")
             for cond in op.match_conditions or ():
                 if cond.match_type not in ("prefix", "suffix"):
-                    raise ValueError(f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}")
+                    raise ValueError(
+                        f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}"
+                    )
                 _namespace(cond.path, "match path")
             batch.lists.append((i, op))
         elif isinstance(op, PutOp):
@@ -162,7 +172,12 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
             _check_index(op.index)
             value_json = None if op.value is None else dump_value(op.value)
             writes[(ns, op.key)] = Write(
-                ns, op.key, None if op.value is None else dict(op.value), value_json, op.index, _check_ttl(op.ttl)
+                ns,
+                op.key,
+                None if op.value is None else dict(op.value),
+                value_json,
+                op.index,
+                _check_ttl(op.ttl),
             )
         else:
             raise TypeError(f"unknown operation type {type(op).__name__}")

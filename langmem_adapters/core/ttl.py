@@ -47,7 +47,9 @@ class Sweeper:
 
     def __init__(self, sweep: Callable[[], int], interval: float) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(sweep, interval), daemon=True, name="ttl-sweeper")
+        self._thread = threading.Thread(
+            target=self._run, args=(sweep, interval), daemon=True, name="ttl-sweeper"
+        )
         self._thread.start()
 
     def _run(self, sweep: Callable[[], int], interval: float) -> None:

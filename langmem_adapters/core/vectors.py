@@ -43,13 +43,17 @@ class IndexSpec:
             raise TypeError(f"index 'fields' must be a list of paths, got {fields!r}")
         distance = config.get("distance_type", "cosine")
         if distance not in ("cosine", "l2", "inner_product"):
-            raise ValueError(f"distance_type must be 'cosine', 'l2' or 'inner_product', got {distance!r}")
+            raise ValueError(
+                f"distance_type must be 'cosine', 'l2' or 'inner_product', got {distance!r}"
+            )
         ann: dict[str, Any] = dict(cast(Mapping[str, Any], config.get("ann_index_config") or {}))
         kind = ann.pop("kind", "hnsw")
         if kind == "flat":
             kind = "exact"
         if kind not in ("hnsw", "ivfflat", "exact"):
-            raise ValueError(f"ann_index_config kind must be 'hnsw', 'ivfflat' or 'exact', got {kind!r}")
+            raise ValueError(
+                f"ann_index_config kind must be 'hnsw', 'ivfflat' or 'exact', got {kind!r}"
+            )
         vector_type = ann.pop("vector_type", "vector")
         if vector_type not in ("vector", "halfvec"):
             raise ValueError(f"vector_type must be 'vector' or 'halfvec', got {vector_type!r}")
@@ -92,12 +96,18 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def check_vectors(vectors: Sequence[Sequence[float]], expected: int, dims: int) -> list[list[float]]:
+def check_vectors(
+    vectors: Sequence[Sequence[float]], expected: int, dims: int
+) -> list[list[float]]:
     """Reject an embedder answer with the wrong count or size before anything is written."""
     if len(vectors) != expected:
-        raise EmbeddingDimensionError(f"embedder returned {len(vectors)} vectors for {expected} texts")
+        raise EmbeddingDimensionError(
+            f"embedder returned {len(vectors)} vectors for {expected} texts"
+        )
     out = [list(map(float, v)) for v in vectors]
     for v in out:
         if len(v) != dims:
-            raise EmbeddingDimensionError(f"embedder returned a vector of size {len(v)}; the index expects dims={dims}")
+            raise EmbeddingDimensionError(
+                f"embedder returned a vector of size {len(v)}; the index expects dims={dims}"
+            )
     return out

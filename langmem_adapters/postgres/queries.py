@@ -70,7 +70,11 @@ class Tables:
     prefix: str
 
     def __post_init__(self) -> None:
-        if not self.prefix.replace("_", "").isalnum() or not self.prefix.isascii() or self.prefix[0].isdigit():
+        if (
+            not self.prefix.replace("_", "").isalnum()
+            or not self.prefix.isascii()
+            or self.prefix[0].isdigit()
+        ):
             raise ValueError(f"table_prefix must be an ASCII identifier, got {self.prefix!r}")
 
     @property
@@ -163,14 +167,22 @@ def setup_plan(t: Tables, spec: IndexSpec | None) -> Plan:
     yield Round(
         [
             Statement("SELECT pg_advisory_xact_lock(hashtext(%s))", [t.prefix]),
-            Statement(f"CREATE TABLE IF NOT EXISTS {t.migrations} (v int PRIMARY KEY)", fetch=False),
+            Statement(
+                f"CREATE TABLE IF NOT EXISTS {t.migrations} (v int PRIMARY KEY)", fetch=False
+            ),
         ]
     )
     (rows,) = yield Round([Statement(f"SELECT coalesce(max(v), -1) FROM {t.migrations}")])
     done = rows[0][0]
     steps = [
-        Statement(sql, fetch=False) for v, step in enumerate(migrations(t)) if v > done for sql in step
-    ] + [Statement(f"INSERT INTO {t.migrations} (v) VALUES (%s)", [v], fetch=False) for v in range(done + 1, SCHEMA_VERSION)]
+        Statement(sql, fetch=False)
+        for v, step in enumerate(migrations(t))
+        if v > done
+        for sql in step
+    ] + [
+        Statement(f"INSERT INTO {t.migrations} (v) VALUES (%s)", [v], fetch=False)
+        for v in range(done + 1, SCHEMA_VERSION)
+    ]
     if spec is not None:
         steps += [Statement(sql, fetch=False) for sql in vector_ddl(t, spec)]
     if steps:
@@ -231,7 +243,9 @@ def _filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list
             assert c.op in COMPARISONS
             sql_op = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[c.op]
             if isinstance(c.value, str):
-                parts.append(f"(jsonb_typeof({x}) = 'string' AND ({x} #>> '{{}}') COLLATE \"C\" {sql_op} %s)")
+                parts.append(
+                    f"(jsonb_typeof({x}) = 'string' AND ({x} #>> '{{}}') COLLATE \"C\" {sql_op} %s)"
+                )
                 params += [path, path, c.value]
             else:
                 parts.append(f"(jsonb_typeof({x}) = 'number' AND {x} {sql_op} %s::jsonb)")
@@ -244,12 +258,19 @@ def _vec_literal(v: Sequence[float]) -> str:
 
 
 def _item(row: Sequence[Any]) -> Item:
-    return Item(value=row[2], key=row[1], namespace=nsp.split(row[0]), created_at=row[3], updated_at=row[4])
+    return Item(
+        value=row[2], key=row[1], namespace=nsp.split(row[0]), created_at=row[3], updated_at=row[4]
+    )
 
 
 def _search_item(row: Sequence[Any], score: float | None) -> SearchItem:
     return SearchItem(
-        namespace=nsp.split(row[0]), key=row[1], value=row[2], created_at=row[3], updated_at=row[4], score=score
+        namespace=nsp.split(row[0]),
+        key=row[1],
+        value=row[2],
+        created_at=row[3],
+        updated_at=row[4],
+        score=score,
     )
 
 
@@ -277,7 +298,12 @@ def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) ->
 
 
 def _vector_search(
-    t: Tables, spec: IndexSpec, op: SearchOp, conditions: tuple[Condition, ...], qvec: str, candidates: int | None
+    t: Tables,
+    spec: IndexSpec,
+    op: SearchOp,
+    conditions: tuple[Condition, ...],
+    qvec: str,
+    candidates: int | None,
 ) -> list[Statement]:
     """ANN candidates (``candidates`` rows, iterative index scan) or, with ``None``, exact per-item scores."""
     vt = t.vectors(spec)
@@ -299,7 +325,10 @@ def _vector_search(
     settings.append(Statement("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"))
     if spec.kind == "ivfflat":
         settings = [
-            Statement("SELECT set_config('ivfflat.probes', %s, true)", [str(int(spec.ann.get("probes", 10)))]),
+            Statement(
+                "SELECT set_config('ivfflat.probes', %s, true)",
+                [str(int(spec.ann.get("probes", 10)))],
+            ),
             Statement("SELECT set_config('ivfflat.iterative_scan', 'relaxed_order', true)"),
         ]
     return [
@@ -361,7 +390,9 @@ def _write_statements(
 ) -> tuple[list[Statement], list[Statement]]:
     """Item statements (deletes, namespace registration, upserts) and the vector replacement after them."""
     statements: list[Statement] = []
-    writes = sorted(writes, key=lambda w: (w.namespace, w.key))  # one lock order: no deadlocks between batches
+    writes = sorted(
+        writes, key=lambda w: (w.namespace, w.key)
+    )  # one lock order: no deadlocks between batches
     deletes = [w for w in writes if w.value_json is None]
     puts = [w for w in writes if w.value_json is not None]
     if deletes:
@@ -417,7 +448,9 @@ def _write_statements(
             fetch=False,
         )
     )
-    rows = [(ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items]
+    rows = [
+        (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
+    ]
     if rows:
         vector_statements.append(
             Statement(
@@ -463,9 +496,13 @@ def _embed_writes(
     fresh: dict[str, str] = {}
     if missing:
         embedded = yield Embed(missing)
-        fresh = {text: _vec_literal(v) for text, v in zip(missing, check_vectors(embedded, len(missing), spec.dims))}
+        fresh = {
+            text: _vec_literal(v)
+            for text, v in zip(missing, check_vectors(embedded, len(missing), spec.dims))
+        }
     return {
-        k: [(field, h, known.get((*k, h)) or fresh[text]) for field, h, text in rows] for k, rows in wanted.items()
+        k: [(field, h, known.get((*k, h)) or fresh[text]) for field, h, text in rows]
+        for k, rows in wanted.items()
     }
 
 
@@ -473,7 +510,12 @@ def _embed_writes(
 
 
 def plan(
-    t: Tables, spec: IndexSpec | None, ttl: TTLConfig | None, ops: Iterable[Op], *, if_absent: bool = False
+    t: Tables,
+    spec: IndexSpec | None,
+    ttl: TTLConfig | None,
+    ops: Iterable[Op],
+    *,
+    if_absent: bool = False,
 ) -> Plan:
     """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one transaction."""
     op_list, batch = plan_batch(ops)
@@ -483,7 +525,9 @@ def plan(
         queries = sorted({op.query for _, op, _ in batch.searches if op.query})
         if queries:
             embedded = yield Embed(queries, query=True)
-            qvecs = dict(zip(queries, map(_vec_literal, check_vectors(embedded, len(queries), spec.dims))))
+            qvecs = dict(
+                zip(queries, map(_vec_literal, check_vectors(embedded, len(queries), spec.dims)))
+            )
     vectors = (yield from _embed_writes(t, spec, batch.writes)) if spec is not None else {}
 
     statements: list[Statement] = []
@@ -496,7 +540,11 @@ def plan(
             searches.append((i, op, conds, len(statements), None))
             statements.append(_plain_search(t, op, conds))
         else:
-            n = None if spec.kind == "exact" else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
+            n = (
+                None
+                if spec.kind == "exact"
+                else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
+            )
             stmts = _vector_search(t, spec, op, conds, qvec, n)
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
@@ -571,7 +619,9 @@ def sweep_statements(t: Tables) -> tuple[Statement, list[Statement]]:
     """Delete expired items; then, under a short table lock that waits out in-flight writers, drop
     namespace rows that no longer hold any item."""
     return (
-        Statement(f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"),
+        Statement(
+            f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"
+        ),
         [
             Statement(f"LOCK TABLE {t.namespaces} IN SHARE ROW EXCLUSIVE MODE", fetch=False),
             Statement(

@@ -78,7 +78,9 @@ class _PostgresConfig:
 
     supports_ttl: bool = True
 
-    def _configure(self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None, table_prefix: str) -> None:
+    def _configure(
+        self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None, table_prefix: str
+    ) -> None:
         self.tables = Tables(table_prefix)
         self.index_spec = IndexSpec.from_config(index) if index is not None else None
         self.index_config = index
@@ -133,7 +135,9 @@ async def _aexecute(conn: psycopg.AsyncConnection[Any], request: Round) -> list[
             cur = conn.cursor(row_factory=tuple_row)
             await cur.execute(st.sql, st.params)
             cursors.append(cur)
-    return [await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, request.statements)]
+    return [
+        await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, request.statements)
+    ]
 
 
 class PostgresStore(_PostgresConfig, BaseStore):
@@ -185,7 +189,9 @@ class PostgresStore(_PostgresConfig, BaseStore):
                     )
                 )
             else:
-                conn = stack.enter_context(psycopg.Connection.connect(conn_string, **CONNECT_KWARGS))
+                conn = stack.enter_context(
+                    psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
+                )
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 store.setup()
@@ -215,7 +221,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
                     else:
                         if conn is None:
                             conn = stack.enter_context(self._connection())
-                        if request.tx and not in_tx:
+                        if (request.tx or not conn.autocommit) and not in_tx:
                             stack.enter_context(conn.transaction())
                             in_tx = True
                         answer = _execute(conn, request)
@@ -249,7 +255,9 @@ class PostgresStore(_PostgresConfig, BaseStore):
         An expired item counts as absent. Racing writers get exactly one True.
         """
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._run(plan(self.tables, self.index_spec, self.ttl_config, [op], if_absent=True)))
+        return bool(
+            self._run(plan(self.tables, self.index_spec, self.ttl_config, [op], if_absent=True))
+        )
 
     async def aput_if_absent(
         self,
@@ -273,7 +281,9 @@ class PostgresStore(_PostgresConfig, BaseStore):
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Sweep in a daemon thread every interval (argument, else TTLConfig, else 5 minutes)."""
         if self._sweeper is None:
-            self._sweeper = Sweeper(self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes))
+            self._sweeper = Sweeper(
+                self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes)
+            )
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; True when it has stopped."""
@@ -369,7 +379,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
                     else:
                         if conn is None:
                             conn = await stack.enter_async_context(self._connection())
-                        if request.tx and not in_tx:
+                        if (request.tx or not conn.autocommit) and not in_tx:
                             await stack.enter_async_context(conn.transaction())
                             in_tx = True
                         answer = await _aexecute(conn, request)
@@ -381,7 +391,9 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
         """Run a coroutine on the store's loop from another thread."""
         if self.loop is None:
             coro.close()
-            raise asyncio.InvalidStateError("AsyncPostgresStore has no event loop yet; use the async methods")
+            raise asyncio.InvalidStateError(
+                "AsyncPostgresStore has no event loop yet; use the async methods"
+            )
         try:
             if asyncio.get_running_loop() is self.loop:
                 coro.close()
@@ -416,7 +428,11 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
     ) -> bool:
         """Create the item only if no live item has this key; True for the one writer that created it."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(await self._run(plan(self.tables, self.index_spec, self.ttl_config, [op], if_absent=True)))
+        return bool(
+            await self._run(
+                plan(self.tables, self.index_spec, self.ttl_config, [op], if_absent=True)
+            )
+        )
 
     def put_if_absent(
         self,
@@ -440,7 +456,9 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
     async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Sweep in an asyncio task every interval (argument, else TTLConfig, else 5 minutes)."""
         if self._sweeper is None:
-            self._sweeper = AsyncSweeper(self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes))
+            self._sweeper = AsyncSweeper(
+                self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes)
+            )
 
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper task; True when it has stopped."""

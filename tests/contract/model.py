@@ -19,7 +19,9 @@ from langmem_adapters.core.namespaces import join, matches_all
 class Model:
     """Items by (namespace, key) with a logical write clock for newest-first ordering."""
 
-    items: dict[tuple[tuple[str, ...], str], tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    items: dict[tuple[tuple[str, ...], str], tuple[int, dict[str, Any]]] = field(
+        default_factory=dict
+    )
     clock: int = 0
 
     def apply(self, op: Op) -> Any:

@@ -20,7 +20,9 @@ async def test_async_roundtrip_and_batch_order(make_astore: AsyncStoreFactory) -
     store = await make_astore()
     await store.aput(("a", "b"), "k", {"v": 1})
     assert (await store.aget(("a", "b"), "k")).value == {"v": 1}  # type: ignore[union-attr]
-    results = await store.abatch([PutOp(("a", "b"), "k", {"v": 2}), GetOp(("a", "b"), "k"), SearchOp(("a",))])
+    results = await store.abatch(
+        [PutOp(("a", "b"), "k", {"v": 2}), GetOp(("a", "b"), "k"), SearchOp(("a",))]
+    )
     assert results[1].value == {"v": 1}  # type: ignore[union-attr]
     assert [i.value for i in results[2]] == [{"v": 1}]  # type: ignore[union-attr]
     assert (await store.aget(("a", "b"), "k")).value == {"v": 2}  # type: ignore[union-attr]
@@ -36,7 +38,12 @@ async def test_async_typed_filters_and_errors(make_astore: AsyncStoreFactory, ba
         await store.aput(("f",), f"k{i}", {"n": n})
     await store.aput(("f",), "missing", {})
     assert {i.key for i in await store.asearch(("f",), filter={"n": {"$gt": 9}})} == {"k1"}
-    assert {i.key for i in await store.asearch(("f",), filter={"n": {"$ne": 9}})} == {"k1", "k2", "k3", "missing"}
+    assert {i.key for i in await store.asearch(("f",), filter={"n": {"$ne": 9}})} == {
+        "k1",
+        "k2",
+        "k3",
+        "missing",
+    }
     with pytest.raises(ValueError):
         await store.asearch(("f",), filter={"n": {"$bogus": 1}})
     with pytest.raises(InvalidNamespaceError):
@@ -48,7 +55,9 @@ async def test_async_typed_filters_and_errors(make_astore: AsyncStoreFactory, ba
 
 async def test_async_vector_search(make_astore: AsyncStoreFactory) -> None:
     store = await make_astore(index=hash_index(dims=256, fields=["text"]))
-    await store.abatch([PutOp(("d",), f"k{i}", {"text": f"topic{i % 5} item{i}"}) for i in range(30)])
+    await store.abatch(
+        [PutOp(("d",), f"k{i}", {"text": f"topic{i % 5} item{i}"}) for i in range(30)]
+    )
     hits = await store.asearch(("d",), query="topic3", limit=6)
     assert len(hits) == 6
     assert {h.key for h in hits} == {f"k{i}" for i in range(30) if i % 5 == 3}
@@ -65,16 +74,22 @@ async def test_async_ttl(make_astore: AsyncStoreFactory) -> None:
     assert await store.sweep_ttl() == 1
 
 
-async def test_async_put_if_absent_single_winner(make_astore: AsyncStoreFactory, backend: str) -> None:
+async def test_async_put_if_absent_single_winner(
+    make_astore: AsyncStoreFactory, backend: str
+) -> None:
     ours_only(backend, "InMemoryStore has no put_if_absent")
     store: Any = await make_astore()
-    outcomes = await asyncio.gather(*(store.aput_if_absent(("race",), "k", {"i": i}) for i in range(16)))
+    outcomes = await asyncio.gather(
+        *(store.aput_if_absent(("race",), "k", {"i": i}) for i in range(16))
+    )
     assert outcomes.count(True) == 1
     winner = outcomes.index(True)
     assert (await store.aget(("race",), "k")).value == {"i": winner}
 
 
-async def test_sync_methods_from_another_thread(make_astore: AsyncStoreFactory, backend: str) -> None:
+async def test_sync_methods_from_another_thread(
+    make_astore: AsyncStoreFactory, backend: str
+) -> None:
     ours_only(backend, "InMemoryStore is sync-native")
     store = await make_astore()
     await asyncio.to_thread(store.put, ("th",), "k", {"v": 1})

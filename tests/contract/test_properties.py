@@ -28,7 +28,11 @@ KEYS = ["k1", "k2", "k%", "k_", "K1"]
 labels = st.sampled_from(LABELS)
 sub_namespaces = st.lists(labels, min_size=1, max_size=3).map(tuple)
 scalars = st.one_of(
-    st.integers(-20, 20), st.sampled_from([2.5, -0.5, 1e3]), st.text("ab9Z", max_size=3), st.booleans(), st.none()
+    st.integers(-20, 20),
+    st.sampled_from([2.5, -0.5, 1e3]),
+    st.text("ab9Z", max_size=3),
+    st.booleans(),
+    st.none(),
 )
 values = st.fixed_dictionaries(
     {},
@@ -55,7 +59,10 @@ conditions = st.one_of(
     st.sampled_from(sorted(operands)).flatmap(lambda op: operands[op].map(lambda v: {op: v})),
 )
 filters = st.one_of(
-    st.none(), st.dictionaries(st.sampled_from(["n", "tag", "nested.m", "list.0", "missing"]), conditions, max_size=2)
+    st.none(),
+    st.dictionaries(
+        st.sampled_from(["n", "tag", "nested.m", "list.0", "missing"]), conditions, max_size=2
+    ),
 )
 
 
@@ -76,7 +83,10 @@ def _ops(root: str) -> st.SearchStrategy[Op]:
         ),
         st.builds(
             lambda pre, suf, depth, limit, offset: ListNamespacesOp(
-                (MatchCondition("prefix", (root, *pre)), *([MatchCondition("suffix", suf)] if suf else [])),
+                (
+                    MatchCondition("prefix", (root, *pre)),
+                    *([MatchCondition("suffix", suf)] if suf else []),
+                ),
                 depth,
                 limit,
                 offset,
@@ -123,7 +133,9 @@ def test_random_sequences_match_model(make_store: StoreFactory, backend: str) ->
     run()
 
 
-async def test_random_sequences_match_model_async(make_astore: AsyncStoreFactory, backend: str) -> None:
+async def test_random_sequences_match_model_async(
+    make_astore: AsyncStoreFactory, backend: str
+) -> None:
     _ours(backend)
     store = await make_astore()
     loop = asyncio.get_running_loop()

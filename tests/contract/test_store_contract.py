@@ -66,7 +66,9 @@ def test_namespaces_accept_lists(make_store: StoreFactory, backend: str) -> None
     assert store.list_namespaces(prefix=["a"]) == [("a", "b")]  # type: ignore[arg-type]
 
 
-def test_created_at_survives_update_updated_at_moves(make_store: StoreFactory, backend: str) -> None:
+def test_created_at_survives_update_updated_at_moves(
+    make_store: StoreFactory, backend: str
+) -> None:
     ours_only(backend, "InMemoryStore resets created_at on every update")
     store = make_store()
     store.put(("t",), "k", {"v": 1})
@@ -82,8 +84,24 @@ def test_created_at_survives_update_updated_at_moves(make_store: StoreFactory, b
 
 # ----------------------------------------------------------------------------- namespaces
 
-ADVERSARIAL = ["john_doe", "john-doe", "john%doe", "john*", "*", "a\\b", "it's", 'say "hi"', "two words",
-               "ünï©ødé", "line\nbreak", "{tag}", "a|b", "a:b", "_", "%"]
+ADVERSARIAL = [
+    "john_doe",
+    "john-doe",
+    "john%doe",
+    "john*",
+    "*",
+    "a\\b",
+    "it's",
+    'say "hi"',
+    "two words",
+    "ünï©ødé",
+    "line\nbreak",
+    "{tag}",
+    "a|b",
+    "a:b",
+    "_",
+    "%",
+]
 
 
 def test_labels_are_literal_and_exact(make_store: StoreFactory) -> None:
@@ -95,7 +113,9 @@ def test_labels_are_literal_and_exact(make_store: StoreFactory) -> None:
         assert item is not None and item.value == {"label": label}
         found = store.search(("users", label), limit=100)
         assert [i.value["label"] for i in found] == [label], label
-    assert sorted(store.list_namespaces(prefix=("users",), limit=100)) == sorted(("users", x) for x in ADVERSARIAL)
+    assert sorted(store.list_namespaces(prefix=("users",), limit=100)) == sorted(
+        ("users", x) for x in ADVERSARIAL
+    )
 
 
 def test_prefix_matches_whole_labels(make_store: StoreFactory) -> None:
@@ -118,7 +138,9 @@ def test_trailing_newline_label_is_distinct(make_store: StoreFactory) -> None:
 
 
 @pytest.mark.parametrize("bad", [("a.b",), ("",), ("a\x00",), (1,), ("ok", "")])
-def test_invalid_namespace_rejected_everywhere(make_store: StoreFactory, backend: str, bad: tuple[Any, ...]) -> None:
+def test_invalid_namespace_rejected_everywhere(
+    make_store: StoreFactory, backend: str, bad: tuple[Any, ...]
+) -> None:
     store = make_store()
     store.put(("keep",), "k", {"v": 1})
     with pytest.raises(InvalidNamespaceError):
@@ -151,21 +173,44 @@ def test_empty_namespace_put_rejected(make_store: StoreFactory) -> None:
 
 
 def _populate_namespaces(store: BaseStore) -> None:
-    for ns in [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "x", "c"), ("b", "c"), ("users", "u1", "prefs"),
-               ("users", "u2", "prefs"), ("users", "u2", "notes")]:
+    for ns in [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "x", "c"),
+        ("b", "c"),
+        ("users", "u1", "prefs"),
+        ("users", "u2", "prefs"),
+        ("users", "u2", "notes"),
+    ]:
         store.put(ns, "k", {"v": 1})
 
 
 def test_list_namespaces_conditions(make_store: StoreFactory) -> None:
     store = make_store()
     _populate_namespaces(store)
-    assert store.list_namespaces(prefix=("a",)) == [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "x", "c")]
+    assert store.list_namespaces(prefix=("a",)) == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "x", "c"),
+    ]
     assert store.list_namespaces(suffix=("c",)) == [("a", "b", "c"), ("a", "x", "c"), ("b", "c")]
     assert store.list_namespaces(prefix=("a", "*", "c")) == [("a", "b", "c"), ("a", "x", "c")]
-    assert store.list_namespaces(prefix=("users", "*", "prefs")) == [("users", "u1", "prefs"), ("users", "u2", "prefs")]
-    assert store.list_namespaces(suffix=("*", "prefs")) == [("users", "u1", "prefs"), ("users", "u2", "prefs")]
+    assert store.list_namespaces(prefix=("users", "*", "prefs")) == [
+        ("users", "u1", "prefs"),
+        ("users", "u2", "prefs"),
+    ]
+    assert store.list_namespaces(suffix=("*", "prefs")) == [
+        ("users", "u1", "prefs"),
+        ("users", "u2", "prefs"),
+    ]
     assert store.list_namespaces(prefix=("a",), suffix=("c",)) == [("a", "b", "c"), ("a", "x", "c")]
-    assert store.list_namespaces(max_depth=2) == [("a", "b"), ("a", "x"), ("b", "c"), ("users", "u1"), ("users", "u2")]
+    assert store.list_namespaces(max_depth=2) == [
+        ("a", "b"),
+        ("a", "x"),
+        ("b", "c"),
+        ("users", "u1"),
+        ("users", "u2"),
+    ]
     assert store.list_namespaces(prefix=("a",), max_depth=1) == [("a",)]
     everything = store.list_namespaces(limit=100)
     assert store.list_namespaces(limit=3) == everything[:3]
@@ -206,7 +251,9 @@ def _keys(items: list[Any]) -> set[str]:
 
 
 def test_filters_are_typed(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore raises TypeError when $gt meets a missing or non-numeric field")
+    ours_only(
+        backend, "InMemoryStore raises TypeError when $gt meets a missing or non-numeric field"
+    )
     store = make_store()
     _numbers(store)
     s = lambda f: _keys(store.search(("f",), filter=f, limit=100))  # noqa: E731
@@ -229,7 +276,9 @@ def test_filters_are_typed(make_store: StoreFactory, backend: str) -> None:
 def test_filter_extensions(make_store: StoreFactory, backend: str) -> None:
     ours_only(backend, "InMemoryStore has no $in/$nin/$exists or dotted paths")
     store = make_store()
-    store.put(("f",), "a", {"meta": {"lang": "en", "score": 5}, "tags": ["x", "y"], "list": [{"n": 1}]})
+    store.put(
+        ("f",), "a", {"meta": {"lang": "en", "score": 5}, "tags": ["x", "y"], "list": [{"n": 1}]}
+    )
     store.put(("f",), "b", {"meta": {"lang": "fr", "score": 50}, "tags": ["y"]})
     store.put(("f",), "c", {"other": 1})
     s = lambda f: _keys(store.search(("f",), filter=f, limit=100))  # noqa: E731
@@ -259,7 +308,9 @@ def test_filter_extensions(make_store: StoreFactory, backend: str) -> None:
         {"n": {"$gt": float("nan")}},
     ],
 )
-def test_bad_filters_raise_clear_errors(make_store: StoreFactory, backend: str, bad: dict[str, Any]) -> None:
+def test_bad_filters_raise_clear_errors(
+    make_store: StoreFactory, backend: str, bad: dict[str, Any]
+) -> None:
     ours_only(backend, "InMemoryStore accepts some malformed filters")
     store = make_store()
     store.put(("f",), "a", {"n": 1})
@@ -290,7 +341,9 @@ def test_search_without_query_is_newest_first(make_store: StoreFactory, backend:
 
 
 @pytest.mark.parametrize("kw", [{"limit": -1}, {"offset": -1}])
-def test_negative_paging_rejected(make_store: StoreFactory, backend: str, kw: dict[str, int]) -> None:
+def test_negative_paging_rejected(
+    make_store: StoreFactory, backend: str, kw: dict[str, int]
+) -> None:
     ours_only(backend, "InMemoryStore silently accepts negative limit/offset")
     store = make_store()
     with pytest.raises(ValueError):
@@ -313,7 +366,9 @@ def test_negative_paging_rejected(make_store: StoreFactory, backend: str, kw: di
         ("not a dict", TypeError),
     ],
 )
-def test_bad_values_raise_and_write_nothing(make_store: StoreFactory, backend: str, value: Any, exc: type) -> None:
+def test_bad_values_raise_and_write_nothing(
+    make_store: StoreFactory, backend: str, value: Any, exc: type
+) -> None:
     ours_only(backend, "InMemoryStore stores any Python object")
     store = make_store()
     store.put(("v",), "keep", {"ok": True})
@@ -349,8 +404,14 @@ def test_batch_reads_see_state_before_writes(make_store: StoreFactory) -> None:
 
 def test_batch_last_write_wins(make_store: StoreFactory) -> None:
     store = make_store()
-    store.batch([PutOp(("b",), "k", {"v": 1}), PutOp(("b",), "k", {"v": 2}), PutOp(("b",), "j", {"v": 3}),
-                 PutOp(("b",), "j", None)])
+    store.batch(
+        [
+            PutOp(("b",), "k", {"v": 1}),
+            PutOp(("b",), "k", {"v": 2}),
+            PutOp(("b",), "j", {"v": 3}),
+            PutOp(("b",), "j", None),
+        ]
+    )
     assert store.get(("b",), "k").value == {"v": 2}  # type: ignore[union-attr]
     assert store.get(("b",), "j") is None
 
@@ -387,7 +448,9 @@ def test_vector_search_ranks_by_similarity(make_store: StoreFactory) -> None:
     assert {r.key for r in results} == {"pizza", "cats", "code"}
 
 
-def test_query_uses_embed_query_and_unchanged_text_is_not_reembedded(make_store: StoreFactory, backend: str) -> None:
+def test_query_uses_embed_query_and_unchanged_text_is_not_reembedded(
+    make_store: StoreFactory, backend: str
+) -> None:
     ours_only(backend, "InMemoryStore re-embeds on every put")
     emb = CountingEmbeddings()
     store = make_store(index={"dims": DIMS, "embed": emb, "fields": ["text", "title"]})
@@ -414,7 +477,12 @@ def test_update_replaces_vectors(make_store: StoreFactory, backend: str) -> None
 
 def test_array_fields_and_per_put_index(make_store: StoreFactory, backend: str) -> None:
     store = make_store(index=hash_index(fields=["title"]))
-    store.put(("d",), "arr", {"title": "nothing", "notes": ["volcano eruption", "ocean tides"]}, index=["notes[*]"])
+    store.put(
+        ("d",),
+        "arr",
+        {"title": "nothing", "notes": ["volcano eruption", "ocean tides"]},
+        index=["notes[*]"],
+    )
     store.put(("d",), "plain", {"title": "volcano", "notes": []})
     store.put(("d",), "other", {"title": "something else entirely"})
     hits = store.search(("d",), query="ocean tides", limit=3)
@@ -446,7 +514,12 @@ def test_scores_per_distance(make_store: StoreFactory, backend: str, distance: s
 def test_vector_paging_is_complete(make_store: StoreFactory, backend: str) -> None:
     ours_only(backend, "reference semantics")
     store = make_store(index=hash_index(fields=["text"]))
-    store.batch([PutOp(("p",), f"k{i}", {"text": f"item number {i} word{i % 7}", "i": i}) for i in range(57)])
+    store.batch(
+        [
+            PutOp(("p",), f"k{i}", {"text": f"item number {i} word{i % 7}", "i": i})
+            for i in range(57)
+        ]
+    )
     seen: list[str] = []
     for offset in range(0, 57, 10):
         page = store.search(("p",), query="item word3", limit=10, offset=offset)
@@ -459,14 +532,26 @@ def test_vector_paging_is_complete(make_store: StoreFactory, backend: str) -> No
 
 def test_selective_filter_still_fills_limit(make_store: StoreFactory, backend: str) -> None:
     store = make_store(index=hash_index(fields=["text"]))
-    store.batch([PutOp(("s", "big"), f"k{i}", {"text": f"common words {i}", "rare": i % 50 == 0}) for i in range(300)])
-    store.batch([PutOp(("s", "tiny"), f"t{i}", {"text": f"other words {i}", "rare": False}) for i in range(4)])
+    store.batch(
+        [
+            PutOp(("s", "big"), f"k{i}", {"text": f"common words {i}", "rare": i % 50 == 0})
+            for i in range(300)
+        ]
+    )
+    store.batch(
+        [
+            PutOp(("s", "tiny"), f"t{i}", {"text": f"other words {i}", "rare": False})
+            for i in range(4)
+        ]
+    )
     hits = store.search(("s",), query="common words", filter={"rare": True}, limit=10)
     assert sorted(h.key for h in hits) == sorted(f"k{i}" for i in range(0, 300, 50))
     assert len(store.search(("s", "tiny"), query="common words", limit=10)) == 4
 
 
-def test_wrong_embedding_dimension_raises_and_writes_nothing(make_store: StoreFactory, backend: str) -> None:
+def test_wrong_embedding_dimension_raises_and_writes_nothing(
+    make_store: StoreFactory, backend: str
+) -> None:
     ours_only(backend, "InMemoryStore does not check dimensions")
     store = make_store(index={"dims": DIMS, "embed": HashEmbeddings(DIMS + 3), "fields": ["text"]})
     with pytest.raises(ValueError):

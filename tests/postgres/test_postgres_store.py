@@ -1,0 +1,200 @@
+"""Postgres-specific behaviour: construction, schema, plans, durability, concurrency."""
+
+from __future__ import annotations
+
+import random
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from langgraph.store.base import PutOp
+
+from langmem_adapters import HashEmbeddings
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
+from langmem_adapters.postgres.queries import Tables, _list_statement, _vector_search
+from tests import servers
+from tests.conftest import _reset_postgres, hash_index
+
+
+@pytest.fixture
+def dsn() -> str:
+    dsn = servers.postgres_dsn()
+    with PostgresStore.from_conn_string(dsn) as store:
+        store.setup()
+    _reset_postgres(dsn)
+    return dsn
+
+
+def test_from_conn_string_with_pool(dsn: str) -> None:
+    with PostgresStore.from_conn_string(dsn, pool_config={"min_size": 1, "max_size": 4}) as store:
+        store.setup()
+        threads = [
+            threading.Thread(target=store.put, args=(("p", str(i)), "k", {"i": i}))
+            for i in range(8)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(store.list_namespaces(prefix=("p",))) == 8
+
+
+async def test_async_from_conn_string_with_pool(dsn: str) -> None:
+    async with AsyncPostgresStore.from_conn_string(dsn, pool_config={"max_size": 3}) as store:
+        await store.setup()
+        await store.aput(("ap",), "k", {"v": 1})
+        assert (await store.aget(("ap",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+
+
+def test_non_autocommit_connection_commits(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:  # autocommit off
+        store = PostgresStore(conn)
+        store.put(("nc",), "k", {"v": 1})
+        assert store.get(("nc",), "k") is not None
+    with PostgresStore.from_conn_string(dsn) as other:
+        assert other.get(("nc",), "k") is not None
+
+
+def test_setup_is_idempotent_and_concurrent(dsn: str) -> None:
+    errors: list[BaseException] = []
+
+    def setup() -> None:
+        try:
+            with PostgresStore.from_conn_string(
+                dsn, index=hash_index(dims=48), table_prefix="concurrent"
+            ) as s:
+                s.setup()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=setup) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM concurrent_migrations").fetchone() == (1,)
+
+
+def test_table_prefixes_isolate_stores(dsn: str) -> None:
+    with (
+        PostgresStore.from_conn_string(dsn, table_prefix="tenant_a") as a,
+        PostgresStore.from_conn_string(dsn, table_prefix="tenant_b") as b,
+    ):
+        a.setup()
+        b.setup()
+        a.put(("x",), "k", {"owner": "a"})
+        assert b.get(("x",), "k") is None
+        with pytest.raises(ValueError):
+            PostgresStore(a.conn, table_prefix="bad; DROP TABLE x")
+
+
+def test_embedded_store_is_durable(tmp_path: Path) -> None:
+    with embedded_store(tmp_path / "pg") as store:
+        store.put(("durable",), "k", {"v": 1})
+    with embedded_store(tmp_path / "pg") as store:
+        assert store.get(("durable",), "k").value == {"v": 1}  # type: ignore[union-attr]
+
+
+def _plan(conn: psycopg.Connection[Any], sql: str, params: Any) -> str:
+    return "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, params).fetchall())
+
+
+def test_list_namespaces_does_not_scan_items(dsn: str) -> None:
+    with PostgresStore.from_conn_string(dsn) as store:
+        store.batch([PutOp(("big", f"n{i % 20}"), f"k{i}", {"i": i}) for i in range(4000)])
+        store.conn.execute("ANALYZE langmem_store")  # type: ignore[union-attr]
+        from langgraph.store.base import ListNamespacesOp, MatchCondition
+
+        st = _list_statement(
+            Tables("langmem"), ListNamespacesOp((MatchCondition("prefix", ("big",)),), None, 100, 0)
+        )
+        plan = _plan(store.conn, st.sql, st.params)  # type: ignore[arg-type]
+        assert "Seq Scan on langmem_store" not in plan, plan
+        assert len(store.list_namespaces(prefix=("big",))) == 20
+
+
+def test_vector_search_uses_ann_index_and_has_high_recall(dsn: str) -> None:
+    dims = 32
+    emb = HashEmbeddings(dims)
+    index = hash_index(dims=dims, fields=["text"])
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    texts = [" ".join(rng.sample(words, 6)) for _ in range(3000)]
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        for start in range(0, len(texts), 500):
+            store.batch(
+                [PutOp(("r",), str(i), {"text": texts[i]}) for i in range(start, start + 500)]
+            )
+        store.conn.execute("ANALYZE")  # type: ignore[union-attr]
+        spec = IndexSpec.from_config(index)
+        from langgraph.store.base import SearchOp
+
+        (st,) = _vector_search(
+            Tables("langmem"),
+            spec,
+            SearchOp(("r",), None, 10, 0, "q"),
+            (),
+            "[" + ",".join(["0.1"] * dims) + "]",
+            20,
+        )[-1:]
+        with store.conn.transaction():  # type: ignore[union-attr]
+            store.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # type: ignore[union-attr]
+            assert "hnsw_idx" in _plan(store.conn, st.sql, st.params)  # type: ignore[arg-type]
+        matrix = np.array(emb.embed_documents(texts))
+        hits = total = 0
+        for _q in range(50):
+            query = " ".join(rng.sample(words, 3))
+            scores = matrix @ np.array(emb.embed_query(query))
+            kth = np.sort(scores)[-10]  # ties at the boundary: any tied item is a correct answer
+            got = [int(r.key) for r in store.search(("r",), query=query, limit=10)]
+            hits += sum(1 for i in got if scores[i] >= kth - 1e-6)
+            total += 10
+        assert hits / total >= 0.95
+
+
+def test_put_if_absent_keeps_the_live_items_vectors(dsn: str) -> None:
+    with PostgresStore.from_conn_string(dsn, index=hash_index(fields=["text"])) as store:  # type: ignore[arg-type]
+        store.setup()
+        assert store.put_if_absent(("v",), "k", {"text": "original words"})
+        assert not store.put_if_absent(("v",), "k", {"text": "replacement text"})
+        top = store.search(("v",), query="original words", limit=1)[0]
+        assert top.key == "k" and top.score == pytest.approx(1.0, abs=1e-6)
+
+
+def test_sweep_races_with_writers_without_losing_namespaces(dsn: str) -> None:
+    with PostgresStore.from_conn_string(
+        dsn, pool_config={"max_size": 4}, ttl={"default_ttl": 0.001}
+    ) as store:
+        store.setup()
+        stop = threading.Event()
+
+        def writer(w: int) -> None:
+            i = 0
+            while not stop.is_set():
+                store.put(("race", f"w{w}", str(i % 5)), "k", {"i": i}, ttl=None)
+                store.delete(("race", f"w{w}", str((i + 2) % 5)), "k")
+                i += 1
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+        for t in threads:
+            t.start()
+        for _ in range(15):
+            store.sweep_ttl()
+        stop.set()
+        for t in threads:
+            t.join()
+        live = {i.namespace for i in store.search(("race",), limit=1000)}
+        assert set(store.list_namespaces(prefix=("race",), limit=1000)) == live
+        store.sweep_ttl()
+        with psycopg.connect(servers.postgres_dsn()) as conn:
+            rows = conn.execute(
+                "SELECT count(*) FROM langmem_namespaces WHERE ns LIKE 'race.%'"
+            ).fetchone()
+        assert rows == (len(live),)
