@@ -11,6 +11,7 @@ from langmem_adapters.errors import (
     InvalidNamespaceError,
     InvalidValueError,
     NonJSONValueError,
+    StoreConnectionError,
     StoreError,
 )
 from langmem_adapters.memory import (
@@ -56,6 +57,7 @@ __all__ = [
     "Procedure",
     "RecordNotFoundError",
     "SemanticMemory",
+    "StoreConnectionError",
     "StoreError",
     "WorkingMemory",
     "embedded_dsn",

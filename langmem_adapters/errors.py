@@ -15,6 +15,7 @@ __all__ = [
     "InvalidNamespaceError",
     "InvalidValueError",
     "NonJSONValueError",
+    "StoreConnectionError",
     "StoreError",
 ]
 
@@ -37,6 +38,15 @@ class NonJSONValueError(TypeError):
 
 class EmbeddingDimensionError(ValueError):
     """An embedding function returned vectors whose size differs from ``IndexConfig.dims``."""
+
+
+class StoreConnectionError(StoreError, ConnectionError):
+    """The connection to the server broke while a batch was in flight.
+
+    The batch ran in one transaction, so it was applied whole or not at all; only when the connection
+    dropped during the commit itself can the caller not know which. The store reconnects on its next
+    call; re-running a batch of puts and deletes is safe (``put_if_absent`` should re-check with ``get``).
+    """
 
 
 class ConcurrentWriteError(StoreError):

@@ -30,6 +30,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.queries import (
     Embed,
     Plan,
@@ -105,6 +106,28 @@ async def _aembed(spec: IndexSpec | None, request: Embed) -> Any:
     if request.query:
         return await asyncio.gather(*(spec.embeddings.aembed_query(t) for t in request.texts))
     return await spec.embeddings.aembed_documents(request.texts)
+
+
+def _reconnect_kwargs(
+    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
+) -> dict[str, Any]:
+    """How to open a connection like ``conn`` again (same server, credentials and modes)."""
+    return {
+        "conninfo": conn.info.dsn,
+        "password": conn.info.password,
+        "autocommit": conn.autocommit,
+        "prepare_threshold": conn.prepare_threshold,
+    }
+
+
+def _lost(conn: Any, exc: psycopg.OperationalError) -> StoreConnectionError | None:
+    """``StoreConnectionError`` when ``exc`` means the connection is gone (or never came)."""
+    if conn is None or conn.broken or conn.closed:
+        return StoreConnectionError(
+            f"lost the connection to PostgreSQL during a batch ({str(exc).strip()}); the batch ran in one "
+            "transaction, so it was applied whole or not at all; the store reconnects on its next call"
+        )
+    return None
 
 
 def _execute(conn: psycopg.Connection[Any], request: Round) -> list[list[Any]]:
@@ -185,6 +208,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
                         min_size=pool_config.get("min_size", 1),
                         max_size=pool_config.get("max_size"),
                         kwargs={**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
+                        check=ConnectionPool.check_connection,
                         open=True,
                     )
                 )
@@ -206,28 +230,36 @@ class PostgresStore(_PostgresConfig, BaseStore):
                 yield conn
         else:
             with self._lock:
+                if self.conn.broken or self.conn.closed:
+                    self.conn = psycopg.Connection.connect(**_reconnect_kwargs(self.conn))
                 yield self.conn
 
     def _run(self, steps: Plan) -> Any:
         """Drive a plan: embed with the sync embedder, send rounds on one connection."""
-        with ExitStack() as stack:
-            conn: psycopg.Connection[Any] | None = None
-            in_tx = False
-            try:
-                request = next(steps)
-                while True:
-                    if isinstance(request, Embed):
-                        answer = _embed(self.index_spec, request)
-                    else:
-                        if conn is None:
-                            conn = stack.enter_context(self._connection())
-                        if (request.tx or not conn.autocommit) and not in_tx:
-                            stack.enter_context(conn.transaction())
-                            in_tx = True
-                        answer = _execute(conn, request)
-                    request = steps.send(answer)
-            except StopIteration as done:
-                return done.value
+        conn: psycopg.Connection[Any] | None = None
+        try:
+            with ExitStack() as stack:
+                in_tx = False
+                try:
+                    request = next(steps)
+                    while True:
+                        if isinstance(request, Embed):
+                            answer = _embed(self.index_spec, request)
+                        else:
+                            if conn is None:
+                                conn = stack.enter_context(self._connection())
+                            if (request.tx or not conn.autocommit) and not in_tx:
+                                stack.enter_context(conn.transaction())
+                                in_tx = True
+                            answer = _execute(conn, request)
+                        request = steps.send(answer)
+                except StopIteration as done:
+                    return done.value
+        except psycopg.OperationalError as exc:
+            lost = _lost(conn, exc)
+            if lost is None:
+                raise
+            raise lost from exc
 
     def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
@@ -340,6 +372,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
                     min_size=pool_config.get("min_size", 1),
                     max_size=pool_config.get("max_size"),
                     kwargs={**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
+                    check=AsyncConnectionPool.check_connection,
                     open=False,
                 )
                 await pool.open()
@@ -362,30 +395,40 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
                 yield conn
         else:
             async with self._lock:
+                if self.conn.broken or self.conn.closed:
+                    self.conn = await psycopg.AsyncConnection.connect(
+                        **_reconnect_kwargs(self.conn)
+                    )
                 yield self.conn
 
     async def _run(self, steps: Plan) -> Any:
         """Drive a plan with awaits: the same requests as the sync store, executed asynchronously."""
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
-        async with AsyncExitStack() as stack:
-            conn: psycopg.AsyncConnection[Any] | None = None
-            in_tx = False
-            try:
-                request = next(steps)
-                while True:
-                    if isinstance(request, Embed):
-                        answer = await _aembed(self.index_spec, request)
-                    else:
-                        if conn is None:
-                            conn = await stack.enter_async_context(self._connection())
-                        if (request.tx or not conn.autocommit) and not in_tx:
-                            await stack.enter_async_context(conn.transaction())
-                            in_tx = True
-                        answer = await _aexecute(conn, request)
-                    request = steps.send(answer)
-            except StopIteration as done:
-                return done.value
+        conn: psycopg.AsyncConnection[Any] | None = None
+        try:
+            async with AsyncExitStack() as stack:
+                in_tx = False
+                try:
+                    request = next(steps)
+                    while True:
+                        if isinstance(request, Embed):
+                            answer = await _aembed(self.index_spec, request)
+                        else:
+                            if conn is None:
+                                conn = await stack.enter_async_context(self._connection())
+                            if (request.tx or not conn.autocommit) and not in_tx:
+                                await stack.enter_async_context(conn.transaction())
+                                in_tx = True
+                            answer = await _aexecute(conn, request)
+                        request = steps.send(answer)
+                except StopIteration as done:
+                    return done.value
+        except psycopg.OperationalError as exc:
+            lost = _lost(conn, exc)
+            if lost is None:
+                raise
+            raise lost from exc
 
     def _sync(self, coro: Any) -> Any:
         """Run a coroutine on the store's loop from another thread."""
