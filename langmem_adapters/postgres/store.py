@@ -25,6 +25,7 @@ from langgraph.store.base import (
     _ensure_ttl,
     _validate_namespace,
 )
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -87,6 +88,20 @@ class _PostgresConfig:
         self.index_config = index
         self.ttl_config = check_ttl_config(ttl)
 
+    def __repr__(self) -> str:
+        """Where the store points, never with credentials (safe to log or show in a notebook)."""
+        conn: Any = getattr(self, "conn", None)
+        if hasattr(conn, "info"):
+            where = {"host": conn.info.host, "dbname": conn.info.dbname}
+        else:
+            params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
+            where = {"host": params.get("host"), "dbname": params.get("dbname")}
+        index = f", index=dims {self.index_spec.dims} {self.index_spec.distance}" if self.index_spec else ""
+        return (
+            f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
+            f"table_prefix={self.tables.prefix!r}{index})"
+        )
+
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
     ) -> PutOp:
@@ -108,10 +123,11 @@ async def _aembed(spec: IndexSpec | None, request: Embed) -> Any:
     return await spec.embeddings.aembed_documents(request.texts)
 
 
-def _reconnect_kwargs(
-    conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any],
-) -> dict[str, Any]:
-    """How to open a connection like ``conn`` again (same server, credentials and modes)."""
+def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
+    """How to open a connection like ``conn`` again (same server, credentials and modes); pools
+    reconnect by themselves."""
+    if not isinstance(conn, (psycopg.Connection, psycopg.AsyncConnection)) or conn.closed:
+        return {}
     return {
         "conninfo": conn.info.dsn,
         "password": conn.info.password,
@@ -181,6 +197,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
     ) -> None:
         self._configure(index, ttl, table_prefix)
         self.conn = conn
+        self._reopen = _reconnect_kwargs(conn)
         self._lock = threading.Lock()
         self._sweeper: Sweeper | None = None
 
@@ -231,7 +248,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
         else:
             with self._lock:
                 if self.conn.broken or self.conn.closed:
-                    self.conn = psycopg.Connection.connect(**_reconnect_kwargs(self.conn))
+                    self.conn = psycopg.Connection.connect(**self._reopen)
                 yield self.conn
 
     def _run(self, steps: Plan) -> Any:
@@ -345,6 +362,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
     ) -> None:
         self._configure(index, ttl, table_prefix)
         self.conn = conn
+        self._reopen = _reconnect_kwargs(conn)
         self._lock = asyncio.Lock()
         self._sweeper: AsyncSweeper | None = None
         try:
@@ -396,9 +414,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
         else:
             async with self._lock:
                 if self.conn.broken or self.conn.closed:
-                    self.conn = await psycopg.AsyncConnection.connect(
-                        **_reconnect_kwargs(self.conn)
-                    )
+                    self.conn = await psycopg.AsyncConnection.connect(**self._reopen)
                 yield self.conn
 
     async def _run(self, steps: Plan) -> Any:

