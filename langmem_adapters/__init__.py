@@ -35,6 +35,13 @@ from langmem_adapters.postgres import (
     embedded_dsn,
     embedded_store,
 )
+from langmem_adapters.tools import (
+    MemoryToolConfigError,
+    NamespaceTemplateError,
+    create_manage_memory_tool,
+    create_memory_tools,
+    create_search_memory_tool,
+)
 
 __all__ = [
     "AsyncPostgresStore",
@@ -50,7 +57,9 @@ __all__ = [
     "InvalidMemoryWriteError",
     "InvalidNamespaceError",
     "InvalidValueError",
+    "MemoryToolConfigError",
     "MemoryTypeError",
+    "NamespaceTemplateError",
     "NonJSONValueError",
     "PostgresStore",
     "ProceduralMemory",
@@ -60,6 +69,9 @@ __all__ = [
     "StoreConnectionError",
     "StoreError",
     "WorkingMemory",
+    "create_manage_memory_tool",
+    "create_memory_tools",
+    "create_search_memory_tool",
     "embedded_dsn",
     "embedded_store",
     "to_context",
