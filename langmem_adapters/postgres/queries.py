@@ -8,6 +8,7 @@ in the driver that answers those requests, so both execute exactly the same quer
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
@@ -45,10 +46,14 @@ class Statement:
 
 @dataclass(frozen=True)
 class Round:
-    """Statements sent in one round trip; ``tx`` runs them inside the batch's transaction."""
+    """Statements sent in one round trip (one pipeline, hence one implicit transaction).
+
+    ``tx`` opens an explicit transaction that lasts until the plan ends, for plans whose rounds must
+    commit together (setup under its advisory lock, ``put_if_absent`` with its vectors).
+    """
 
     statements: list[Statement]
-    tx: bool = True
+    tx: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,6 @@ def migrations(t: Tables) -> list[list[str]]:
             )
             """,
             f"CREATE INDEX IF NOT EXISTS {t.store}_expires_idx ON {t.store} (expires_at) WHERE expires_at IS NOT NULL",
-            f"CREATE INDEX IF NOT EXISTS {t.store}_value_idx ON {t.store} USING gin (value jsonb_path_ops)",
             f"""
             CREATE TABLE IF NOT EXISTS {t.namespaces} (
                 ns text COLLATE "C" PRIMARY KEY,
@@ -170,7 +174,8 @@ def setup_plan(t: Tables, spec: IndexSpec | None) -> Plan:
             Statement(
                 f"CREATE TABLE IF NOT EXISTS {t.migrations} (v int PRIMARY KEY)", fetch=False
             ),
-        ]
+        ],
+        tx=True,
     )
     (rows,) = yield Round([Statement(f"SELECT coalesce(max(v), -1) FROM {t.migrations}")])
     done = rows[0][0]
@@ -203,16 +208,6 @@ def _ns_condition(column: str, prefix: Sequence[str]) -> tuple[str, list[Any]]:
     return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [nsp.join(prefix), lo, hi]
 
 
-def _containment(path: tuple[str, ...], value: Any) -> str | None:
-    """``value @> {...}`` document for a scalar equality, so the GIN index can narrow the scan."""
-    if isinstance(value, (dict, list)) or any(p.lstrip("-").isdigit() for p in path):
-        return None
-    doc: Any = value
-    for part in reversed(path):
-        doc = {part: doc}
-    return json.dumps(doc, allow_nan=False)
-
-
 def _filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list[Any]]:
     """Typed filter conditions as SQL (see ``langmem_adapters.core.filters`` for the semantics)."""
     parts: list[str] = []
@@ -221,10 +216,6 @@ def _filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list
         x = f"({column} #> %s::text[])"
         path = list(c.path)
         if c.op == "$eq":
-            contained = _containment(c.path, c.value)
-            if contained is not None:
-                parts.append(f"{column} @> %s::jsonb")
-                params.append(contained)
             parts.append(f"{x} = %s::jsonb")
             params += [path, json.dumps(c.value)]
         elif c.op == "$ne":
@@ -253,6 +244,38 @@ def _filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list
     return (" AND ".join(parts) or "TRUE"), params
 
 
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?[eE]\+\d+')
+
+
+def _keep_floats(value_json: str) -> str:
+    """Write large whole floats (``1e+16``) as ``10000000000000000.0``: jsonb would otherwise expand
+    them to integer digits and they would come back as ``int``."""
+    if "e+" not in value_json and "E+" not in value_json:
+        return value_json
+
+    def fix(m: re.Match[str]) -> str:
+        token = m.group(0)
+        return token if token.startswith('"') else f"{int(float(token))}.0"
+
+    return _JSON_TOKEN.sub(fix, value_json)
+
+
+def _rows(
+    columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[Any]]:
+    """A row source ``r(col, ...)``: scalar parameters for one row (so the statement gets a stable,
+    cached plan) or binary arrays through ``unnest`` for many (one statement for any batch size)."""
+    names = ", ".join(name for name, _ in columns)
+    if len(rows) == 1:
+        cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
+        return f"(SELECT {cells}) AS r({names})", list(rows[0])
+    arrays = ", ".join(f"%b::{type_}[]" for _, type_ in columns)
+    return f"unnest({arrays}) AS r({names})", [list(col) for col in zip(*rows)]
+
+
+KEY = (("ns", "text"), ("key", "text"))
+
+
 def _vec_literal(v: Sequence[float]) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
@@ -278,11 +301,11 @@ def _search_item(row: Sequence[Any], score: float | None) -> SearchItem:
 
 
 def _get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
+    source, params = _rows(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
     return Statement(
         f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
-        f"JOIN unnest(%s::text[], %s::text[]) AS r(ns, key) ON s.ns = r.ns AND s.key = r.key "
-        f"WHERE {LIVE.format(a='s')}",
-        [[nsp.join(op.namespace) for _, op in gets], [op.key for _, op in gets]],
+        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}",
+        params,
     )
 
 
@@ -309,8 +332,10 @@ def _vector_search(
     vt = t.vectors(spec)
     dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
     ns_sql, ns_params = _ns_condition("v.ns", op.namespace_prefix)
+    s_ns_sql, s_ns_params = _ns_condition("s.ns", op.namespace_prefix)
     f_sql, f_params = _filter_sql(conditions, "s.value")
-    where = f"{ns_sql} AND {LIVE.format(a='s')} AND {f_sql}"
+    where = f"{ns_sql} AND {s_ns_sql} AND {LIVE.format(a='s')} AND {f_sql}"
+    ns_params = ns_params + s_ns_params
     join = f"FROM {vt} v JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key"
     if candidates is None:
         return [
@@ -396,17 +421,17 @@ def _write_statements(
     deletes = [w for w in writes if w.value_json is None]
     puts = [w for w in writes if w.value_json is not None]
     if deletes:
+        source, params = _rows(KEY, [(nsp.join(w.namespace), w.key) for w in deletes])
         statements.append(
             Statement(
-                f"DELETE FROM {t.store} s USING unnest(%s::text[], %s::text[]) AS r(ns, key) "
-                f"WHERE s.ns = r.ns AND s.key = r.key",
-                [[nsp.join(w.namespace) for w in deletes], [w.key for w in deletes]],
+                f"DELETE FROM {t.store} s USING {source} WHERE s.ns = r.ns AND s.key = r.key",
+                params,
                 fetch=False,
             )
         )
     if not puts:
         return statements, []
-    keys = [[nsp.join(w.namespace) for w in puts], [w.key for w in puts]]
+    put_keys = [(nsp.join(w.namespace), w.key) for w in puts]
     expired = "s.expires_at IS NOT NULL AND s.expires_at <= now()"
     conflict = (
         f"DO UPDATE SET value = excluded.value, created_at = excluded.created_at, updated_at = excluded.updated_at, "
@@ -416,50 +441,62 @@ def _write_statements(
         f"created_at = CASE WHEN {expired} THEN excluded.created_at ELSE s.created_at END, "
         f"expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes"
     )
-    statements.append(
-        Statement(
-            f"""
-            WITH rows AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::jsonb[], %s::float8[])
-                          AS r(ns, key, value, ttl)),
-            new_ns AS (
-                INSERT INTO {t.namespaces} (ns, labels, depth)
-                SELECT DISTINCT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.'))
-                FROM rows ORDER BY ns ON CONFLICT (ns) DO NOTHING
-            )
-            INSERT INTO {t.store} AS s (ns, key, value, created_at, updated_at, expires_at, ttl_minutes)
-            SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows
-            ON CONFLICT (ns, key) {conflict}
-            """,
-            [*keys, [w.value_json for w in puts], [w.ttl for w in puts]],
-            fetch=if_absent,
-        )
+    values = [(*k, _keep_floats(w.value_json or ""), w.ttl) for k, w in zip(put_keys, puts)]
+    upsert = (
+        f"INSERT INTO {t.store} AS s (ns, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+        f"{{rows}} ON CONFLICT (ns, key) {conflict}"
     )
+    register = (
+        f"INSERT INTO {t.namespaces} (ns, labels, depth) {{names}} ON CONFLICT (ns) DO NOTHING"
+    )
+    if len(values) == 1:  # the common single put: plain VALUES, the cheapest statement to plan
+        ns, key, value_json, ttl = values[0]
+        names = "VALUES (%(ns)s, string_to_array(%(ns)s, '.'), cardinality(string_to_array(%(ns)s, '.')))"
+        rows_sql = (
+            "VALUES (%(ns)s, %(key)s, %(value)s::jsonb, now(), now(), "
+            "now() + %(ttl)s::float8 * interval '1 minute', %(ttl)s::float8)"
+        )
+        sql = f"WITH new_ns AS ({register.format(names=names)}) {upsert.format(rows=rows_sql)}"
+        put_params: Any = {"ns": ns, "key": key, "value": value_json, "ttl": ttl}
+    else:
+        source, put_params = _rows((*KEY, ("value", "jsonb"), ("ttl", "float8")), values)
+        names = (
+            "SELECT DISTINCT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.')) "
+            "FROM rows ORDER BY ns"
+        )
+        rows_sql = (
+            "SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows"
+        )
+        sql = (
+            f"WITH rows AS (SELECT * FROM {source}), new_ns AS ({register.format(names=names)}) "
+            f"{upsert.format(rows=rows_sql)}"
+        )
+    statements.append(Statement(sql, put_params, fetch=if_absent))
     if spec is None:
         return statements, []
     vt = t.vectors(spec)
     vector_statements: list[Statement] = []
     keep = [(ns, key, field) for (ns, key), rows in vectors.items() for field, _, _ in rows]
-    vector_statements.append(
-        Statement(
-            f"DELETE FROM {vt} v USING unnest(%s::text[], %s::text[]) AS r(ns, key) "
-            f"WHERE v.ns = r.ns AND v.key = r.key "
-            f"AND (v.ns, v.key, v.field) NOT IN (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-            [*keys, [k[0] for k in keep], [k[1] for k in keep], [k[2] for k in keep]],
-            fetch=False,
-        )
-    )
+    source, params = _rows(KEY, put_keys)
+    stale = f"DELETE FROM {vt} v USING {source} WHERE v.ns = r.ns AND v.key = r.key"
+    if keep:
+        kept, kept_params = _rows((*KEY, ("field", "text")), keep)
+        stale += f" AND (v.ns, v.key, v.field) NOT IN (SELECT r.ns, r.key, r.field FROM {kept})"
+        params += kept_params
+    vector_statements.append(Statement(stale, params, fetch=False))
     rows = [
         (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
     ]
     if rows:
+        source, params = _rows((*KEY, ("field", "text"), ("h", "text"), ("e", "text")), rows)
         vector_statements.append(
             Statement(
                 f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding) "
-                f"SELECT ns, key, field, h, e::{spec.vector_type} "
-                f"FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[]) AS r(ns, key, field, h, e) "
-                f"ON CONFLICT (ns, key, field) DO UPDATE SET text_hash = excluded.text_hash, embedding = excluded.embedding "
+                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type} FROM {source} "
+                f"ON CONFLICT (ns, key, field) DO UPDATE "
+                f"SET text_hash = excluded.text_hash, embedding = excluded.embedding "
                 f"WHERE v.text_hash <> excluded.text_hash",
-                [[r[i] for r in rows] for i in range(5)],
+                params,
                 fetch=False,
             )
         )
@@ -481,15 +518,15 @@ def _embed_writes(
     if not any(wanted.values()):
         return {k: [] for k in wanted}
     keys = [k for k, v in wanted.items() if v]
+    source, params = _rows(KEY, keys)
     (stored,) = yield Round(
         [
             Statement(
                 f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
-                f"JOIN unnest(%s::text[], %s::text[]) AS r(ns, key) ON v.ns = r.ns AND v.key = r.key",
-                [[k[0] for k in keys], [k[1] for k in keys]],
+                f"JOIN {source} ON v.ns = r.ns AND v.key = r.key",
+                params,
             )
         ],
-        tx=False,
     )
     known = {(ns, key, h): emb for ns, key, h, emb in stored}
     missing = sorted({text for k in keys for _, h, text in wanted[k] if (*k, h) not in known})
@@ -559,8 +596,7 @@ def plan(
         statements += vector_writes
     if not statements:
         return results
-    tx = len(statements) > 1 or bool(batch.writes)
-    rows = yield Round(statements, tx=tx)
+    rows = yield Round(statements, tx=if_absent)
 
     refresh: dict[tuple[str, str], None] = {}
 
@@ -606,11 +642,12 @@ def plan(
 
 def _refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:
     """Extend each read item's expiry by its own TTL."""
+    source, params = _rows(KEY, keys)
     return Statement(
         f"UPDATE {t.store} s SET expires_at = now() + s.ttl_minutes * interval '1 minute' "
-        f"FROM unnest(%s::text[], %s::text[]) AS r(ns, key) "
+        f"FROM {source} "
         f"WHERE s.ns = r.ns AND s.key = r.key AND s.ttl_minutes IS NOT NULL AND {LIVE.format(a='s')}",
-        [[k[0] for k in keys], [k[1] for k in keys]],
+        params,
         fetch=False,
     )
 

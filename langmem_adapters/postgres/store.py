@@ -96,7 +96,11 @@ class _PostgresConfig:
         else:
             params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
             where = {"host": params.get("host"), "dbname": params.get("dbname")}
-        index = f", index=dims {self.index_spec.dims} {self.index_spec.distance}" if self.index_spec else ""
+        index = (
+            f", index=dims {self.index_spec.dims} {self.index_spec.distance}"
+            if self.index_spec
+            else ""
+        )
         return (
             f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
             f"table_prefix={self.tables.prefix!r}{index})"
@@ -324,7 +328,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
         expired, cleanup = sweep_statements(self.tables)
         (rows,) = self._run(_single(Round([expired])))
-        self._run(_single(Round(cleanup)))
+        self._run(_single(Round(cleanup, tx=True)))
         return len(rows)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
@@ -509,7 +513,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
         expired, cleanup = sweep_statements(self.tables)
         (rows,) = await self._run(_single(Round([expired])))
-        await self._run(_single(Round(cleanup)))
+        await self._run(_single(Round(cleanup, tx=True)))
         return len(rows)
 
     async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
