@@ -7,16 +7,20 @@ without TTL support. Servers come from ``tests/servers.py`` (environment variabl
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import psycopg
 import pytest
+import redis
+import redis.asyncio as aredis
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
 
 DIMS = 64
@@ -24,7 +28,7 @@ DIMS = 64
 StoreFactory = Callable[..., BaseStore]
 AsyncStoreFactory = Callable[..., Awaitable[BaseStore]]
 
-BACKENDS = ["memory", "postgres"]
+BACKENDS = ["memory", "postgres", "redis-qe", "redis-plain"]
 
 
 def hash_index(dims: int = DIMS, **extra: Any) -> dict[str, Any]:
@@ -52,12 +56,20 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 def _reset_postgres(dsn: str, prefix: str = "langmem") -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s AND tablename NOT LIKE %s",
-            [prefix + "\\_%", "%migrations"],
-        )]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE tablename LIKE %s AND tablename NOT LIKE %s",
+                [prefix + "\\_%", "%migrations"],
+            )
+        ]
         if tables:
             conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+
+
+def _redis_prefix() -> str:
+    """A fresh key prefix per store: tests share one Redis without FLUSHALL."""
+    return f"t{uuid.uuid4().hex[:12]}"
 
 
 def _memory(index: dict[str, Any] | None, ttl: dict[str, Any] | None) -> BaseStore:
@@ -71,7 +83,9 @@ def make_store(backend: str) -> Iterator[StoreFactory]:
     """Factory for fresh sync stores of the parametrised backend."""
     closers: list[Callable[[], None]] = []
 
-    def factory(*, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None) -> BaseStore:
+    def factory(
+        *, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None
+    ) -> BaseStore:
         if backend == "memory":
             return _memory(index, ttl)
         if backend == "postgres":
@@ -85,6 +99,14 @@ def make_store(backend: str) -> Iterator[StoreFactory]:
                 _reset_postgres(dsn)
             closers.insert(0, store.stop_ttl_sweeper)
             return store
+        if backend.startswith("redis"):
+            client = redis.Redis.from_url(servers.redis_url(modules=backend == "redis-qe"))
+            closers.append(client.close)
+            mode = "query_engine" if backend == "redis-qe" else "plain"
+            rstore = RedisStore(client, index=index, ttl=ttl, prefix=_redis_prefix(), mode=mode)  # type: ignore[arg-type]
+            rstore.setup()
+            closers.insert(0, rstore.stop_ttl_sweeper)
+            return rstore
         raise AssertionError(backend)
 
     yield factory
@@ -97,7 +119,9 @@ async def make_astore(backend: str) -> AsyncIterator[AsyncStoreFactory]:
     """Factory for fresh async stores of the parametrised backend (``await make_astore(...)``)."""
     closers: list[Callable[[], Awaitable[Any]]] = []
 
-    async def factory(*, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None) -> BaseStore:
+    async def factory(
+        *, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None
+    ) -> BaseStore:
         if backend == "memory":
             return _memory(index, ttl)
         if backend == "postgres":
@@ -111,6 +135,17 @@ async def make_astore(backend: str) -> AsyncIterator[AsyncStoreFactory]:
                 _reset_postgres(dsn)
             closers.insert(0, store.stop_ttl_sweeper)
             return store
+        if backend.startswith("redis"):
+            pool = aredis.BlockingConnectionPool.from_url(servers.redis_url(modules=backend == "redis-qe"))
+            client = aredis.Redis.from_pool(pool)
+            closers.append(client.aclose)
+            mode = "query_engine" if backend == "redis-qe" else "plain"
+            rstore = AsyncRedisStore(
+                client, index=index, ttl=ttl, prefix=_redis_prefix(), mode=mode
+            )  # type: ignore[arg-type]
+            await rstore.setup()
+            closers.insert(0, rstore.stop_ttl_sweeper)
+            return rstore
         raise AssertionError(backend)
 
     yield factory

@@ -1,0 +1,165 @@
+"""Benchmark ``langmem_adapters.redis.RedisStore`` against ``langgraph.store.redis.RedisStore``.
+
+The workloads, checks and table are those of :mod:`benchmarks.bench_postgres` (same dataset, put
+single / batch of 100, get, filtered search, list_namespaces, indexed put, vector search qps and
+recall@10 against numpy exact search); only the server hooks are swapped for Redis. Both stores
+run on the same Redis 8.2 + RediSearch + RedisJSON server in one run, each used the way a new user
+would (``from_conn_string(url, index=...)`` + ``setup()``). Every phase uses fresh key prefixes, so
+a given ``--url`` is never flushed. ``--plain-sizes`` also times our plain mode (no modules: numpy
+scoring over the namespace's items) at several namespace sizes.
+
+Examples::
+
+    python -m benchmarks.bench_redis --quick
+    python -m benchmarks.bench_redis --n 10000 --markdown --plain-sizes 1000,10000,50000
+    python -m benchmarks.bench_redis --recall-100k
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import redis
+from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.redis import RedisStore as OfficialStore
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import bench_postgres as bench
+from langmem_adapters.redis import RedisStore as OursStore
+
+# Targets (ours / official) from the issue.
+TARGETS: dict[str, float] = {
+    "put (single)": 2.0,
+    "put (batch of 100)": 5.0,
+    "get": 1.5,
+    "search, filter kind (str eq)": 1.5,
+    "search, filter n (num eq)": 1.5,
+    "vector search (global)": 1.0,
+    "vector search (in namespace)": 1.0,
+}
+
+
+def resolve_url(arg: str | None) -> str:
+    """``--url``, else ``LANGMEM_BENCH_REDIS_URL``, else a fresh Redis with the Query Engine."""
+    if arg:
+        return arg
+    if env := os.environ.get("LANGMEM_BENCH_REDIS_URL"):
+        return env
+    from tests import servers
+
+    return servers.redis_url(modules=True)
+
+
+def server_info(url: str) -> dict[str, str]:
+    """Redis and module versions, under the keys the shared report prints."""
+    client = redis.Redis.from_url(url)
+    try:
+        modules = ", ".join(f"{m[b'name'].decode()} {m[b'ver']}" for m in client.module_list())
+        return {"postgres": f"n/a (Redis {client.info('server')['redis_version']})", "pgvector": f"n/a ({modules})"}
+    finally:
+        client.close()
+
+
+@contextmanager
+def open_stores(url: str, schema: str, *, indexed: bool, dims: int) -> Iterator[dict[str, BaseStore]]:
+    """Both stores on fresh prefixes of the same server, set up as their docs say."""
+    tag = uuid.uuid4().hex[:8]
+    with ExitStack() as stack:
+        ours = stack.enter_context(
+            OursStore.from_conn_string(url, index=bench.index_config(dims) if indexed else None, prefix=f"ours{tag}")  # type: ignore[arg-type]
+        )
+        official = stack.enter_context(
+            OfficialStore.from_conn_string(
+                url,
+                index=bench.index_config(dims) if indexed else None,  # type: ignore[arg-type]
+                store_prefix=f"off{tag}",
+                vector_prefix=f"offv{tag}",
+            )
+        )
+        official.setup()
+        yield {"ours": ours, "official": official}
+
+
+@contextmanager
+def _ours_only(url: str, *, index: dict[str, Any] | None = None) -> Iterator[OursStore]:
+    with OursStore.from_conn_string(url, index=index, prefix=f"ours{uuid.uuid4().hex[:8]}") as store:  # type: ignore[arg-type]
+        yield store
+
+
+def plain_sizes(url: str, sizes: Sequence[int], dims: int) -> list[dict[str, float]]:
+    """Our plain mode with N items in one namespace: ms per filtered search and per vector search."""
+    rows = []
+    rng = random.Random(11)
+    vocab = bench.make_vocab(rng)
+    ns = ("bench", "one")
+    for n in sizes:
+        with OursStore.from_conn_string(
+            url, index=bench.index_config(dims), prefix=f"plain{uuid.uuid4().hex[:8]}", mode="plain"  # type: ignore[arg-type]
+        ) as store:
+            for start in range(0, n, 500):
+                store.batch([
+                    PutOp(ns, f"m{i}", {"text": bench.random_text(rng, vocab, 12), "kind": bench.KINDS[i % 5]})
+                    for i in range(start, min(n, start + 500))
+                ])
+            row: dict[str, float] = {"items": n}
+            for label, call in (
+                ("filtered search ms", lambda: store.search(ns, filter={"kind": "note"}, limit=10)),
+                ("vector search ms", lambda: store.search(ns, query=bench.random_text(rng, vocab, 6), limit=10)),
+            ):
+                reps = max(3, min(50, 200_000 // n))
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    call()
+                row[label] = (time.perf_counter() - t0) / reps * 1000
+            rows.append(row)
+            print(f"  plain mode, {n:>7,} items in one namespace: " + ", ".join(
+                f"{k} {v:.1f}" for k, v in row.items() if k != "items"), flush=True)
+    return rows
+
+
+def install() -> None:
+    """Point the shared benchmark at Redis: its phases call these module-level hooks."""
+    bench.TARGETS = TARGETS
+    bench.open_stores = open_stores  # type: ignore[assignment]
+    bench.resolve_dsn = resolve_url
+    bench.server_info = server_info
+    bench.schema_dsn = lambda url, schema: url
+    bench.reset_schema = lambda url, schema: None
+    bench.analyze = lambda url: None
+    bench.OursStore = _OursFactory  # type: ignore[assignment,misc]
+
+
+class _OursFactory:
+    """``OursStore.from_conn_string`` as the 100k phase calls it (fresh prefix per run)."""
+
+    from_conn_string = staticmethod(_ours_only)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    sizes: list[int] = []
+    if "--plain-sizes" in args:
+        i = args.index("--plain-sizes")
+        sizes = [int(x) for x in args[i + 1].split(",")]
+        del args[i : i + 2]
+    if "--url" in args:
+        args[args.index("--url")] = "--dsn"
+    install()
+    code = bench.main(args)
+    if sizes:
+        print("\nPlain mode (no modules) sizing:")
+        plain_sizes(resolve_url(None if "--dsn" not in args else args[args.index("--dsn") + 1]), sizes, 128)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""Redis / Valkey stores for LangGraph: Query Engine mode when available, plain Redis otherwise."""
+
+from langmem_adapters.redis.store import AsyncRedisStore, RedisStore
+
+__all__ = ["AsyncRedisStore", "RedisStore"]

@@ -1,0 +1,728 @@
+"""Key layout, Lua scripts and the batch logic of the Redis stores, written once for sync and async.
+
+A batch runs as a generator (a "plan") that yields requests: ``Embed`` (texts to embed) or
+``Round`` (commands sent together in one pipeline). ``RedisStore`` and ``AsyncRedisStore`` only
+differ in the driver that answers them, as in :mod:`langmem_adapters.postgres.queries`.
+
+Layout for a store with prefix ``P`` (``{h}`` is a hash tag derived from the namespace, so all keys
+of one namespace live in one cluster slot):
+
+- ``P:i:{h}:<len(ns)>:<ns>:<key>``: an item. Query Engine mode: a JSON document indexed by
+  ``P:idx``; plain mode: a HASH. Both hold the same fields (``m`` the item's JSON text, ``c``
+  created_at, ``x`` expiry ms, ``h`` embedded-text hashes, ``e`` the vectors).
+- ``P:z:{h}:<ns>``: ZSET of the namespace's item keys scored by expiry (ms, ``NO_EXPIRY`` if none).
+- ``P:ns``: ZSET of namespaces scored by the latest expiry of their items (the namespace registry).
+
+All writes of a batch, with their bookkeeping, run in one Lua script call, so they are atomic.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import time
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal
+
+import numpy as np
+from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem, SearchOp
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.filters import Condition, matches
+from langmem_adapters.core.ops import Write, plan_batch
+from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
+
+__all__ = ["SCRIPTS", "Call", "Embed", "Keys", "Mode", "Round", "plan", "setup_plan", "sweep_plan"]
+
+Mode = Literal["query_engine", "plain"]
+NO_EXPIRY = 9_000_000_000_000_000  # ms: "never" as a finite ZSET score
+GRACE_MS = 3_600_000  # how long index entries of expired items stay for sweep_ttl() to count
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_INT = re.compile(r"-?[0-9]+")
+_PREFIX = re.compile(r"[A-Za-z0-9_\-]+")
+
+WRITE_SCRIPT = """
+-- KEYS: registry, then per namespace group its ZSET and its item keys.
+-- ARGV: now_ms - GRACE, json ("1"/"0"), groups; per group: ns, n; per item: op, ttl_ms, x, c, p1, p2, p3.
+-- op: p put, a put-if-absent, d delete, t touch (refresh TTL). Returns the number of items written.
+-- Entries of expired items are kept for GRACE ms (readers skip them) so sweep_ttl() can count them.
+local old, json, reg = ARGV[1], ARGV[2] == '1', KEYS[1]
+local a, k, written = 4, 2, 0
+for g = 1, tonumber(ARGV[3]) do
+  local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
+  k = k + 1
+  a = a + 2
+  for i = 1, n do
+    local key, op, ttl, x, c = KEYS[k], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+    local p1, p2, p3 = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+    k = k + 1
+    a = a + 7
+    local exists = redis.call('EXISTS', key) == 1
+    if op == 'd' then
+      redis.call('DEL', key)
+      redis.call('ZREM', z, key)
+    elseif op == 't' then
+      if exists then
+        redis.call('PEXPIRE', key, ttl)
+        if json then redis.call('JSON.SET', key, '$.x', x) else redis.call('HSET', key, 'x', x) end
+        redis.call('ZADD', z, x, key)
+      end
+    elseif not (op == 'a' and exists) then
+      written = written + 1
+      if json then
+        local old = exists and redis.call('JSON.GET', key, '$.c')
+        redis.call('JSON.SET', key, '$', p1)
+        if old then redis.call('JSON.SET', key, '$.c', string.sub(old, 2, -2)) end
+      else
+        if exists then c = redis.call('HGET', key, 'c') or c end
+        redis.call('HSET', key, 'm', p1, 'h', p2, 'e', p3, 'c', c, 'x', x)
+      end
+      if ttl == '' then redis.call('PERSIST', key) else redis.call('PEXPIRE', key, ttl) end
+      redis.call('ZADD', z, x, key)
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', z, '-inf', old)
+  local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+  if top[2] then
+    redis.call('ZADD', reg, top[2], ns)
+    if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', z) else redis.call('PEXPIREAT', z, top[2] + GRACE) end
+  else
+    redis.call('ZREM', reg, ns)
+  end
+end
+redis.call('ZREMRANGEBYSCORE', reg, '-inf', old)
+local top = redis.call('ZRANGE', reg, -1, -1, 'WITHSCORES')
+if top[2] then
+  if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', reg) else redis.call('PEXPIREAT', reg, top[2] + GRACE) end
+end
+return written
+""".replace("NO_EXPIRY", str(NO_EXPIRY)).replace("GRACE", str(GRACE_MS))
+
+READ_NS_SCRIPT = """
+-- Live items of one namespace (plain mode): KEYS[1] its ZSET; ARGV now_ms, with_vectors ("1"/"0").
+-- Returns one JSON text [[meta, created, vectors?], ...]: a single reply parses fast client-side.
+local rows = {}
+for _, key in ipairs(redis.call('ZRANGE', KEYS[1], '(' .. ARGV[1], '+inf', 'BYSCORE')) do
+  local v = redis.call('HMGET', key, 'm', 'c', 'e')
+  if v[1] then
+    local row = '[' .. v[1] .. ',' .. v[2]
+    if ARGV[2] == '1' then row = row .. ',"' .. v[3] .. '"' end
+    rows[#rows + 1] = row .. ']'
+  end
+end
+return '[' .. table.concat(rows, ',') .. ']'
+"""
+
+SCRIPTS = {"write": WRITE_SCRIPT, "read_ns": READ_NS_SCRIPT}
+
+
+# --------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command; ``script`` names a Lua script of ``SCRIPTS``, called with ``keys`` and ``args``."""
+
+    args: tuple[Any, ...] = ()
+    script: str | None = None
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Round:
+    """Commands sent in one pipeline; with ``check=False`` errors come back as results instead of raising."""
+
+    calls: list[Call]
+    check: bool = True
+
+
+@dataclass(frozen=True)
+class Embed:
+    """Texts to embed: documents, or search queries (``query=True`` uses ``embed_query``)."""
+
+    texts: list[str]
+    query: bool = False
+
+
+Request = Embed | Round
+Plan = Generator[Request, Any, Any]
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def _tag(ns_text: str) -> str:
+    return text_hash(ns_text)[:16]
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Key names of one store; ``prefix`` lets several stores share one Redis."""
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        if not _PREFIX.fullmatch(self.prefix):
+            raise ValueError(f"prefix must be non-empty ASCII letters, digits, '_' or '-', got {self.prefix!r}")
+
+    def item(self, ns_text: str, key: str) -> str:
+        return f"{self.prefix}:i:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
+
+    def zset(self, ns_text: str) -> str:
+        return f"{self.prefix}:z:{{{_tag(ns_text)}}}:{ns_text}"
+
+    @property
+    def registry(self) -> str:
+        return f"{self.prefix}:ns"
+
+    @property
+    def mode(self) -> str:
+        return f"{self.prefix}:mode"
+
+    def index(self, spec: IndexSpec | None) -> str:
+        """The search index: one per embedding shape, so stores with other embedders can share a prefix."""
+        if spec is None:
+            return f"{self.prefix}:idx"
+        return f"{self.prefix}:idx:{spec.kind}:{spec.distance}:{spec.vector_type}{spec.dims}"
+
+
+def _s(v: Any) -> Any:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _token(kind: str, path: Sequence[str], value: Any = None) -> str:
+    """A fixed-size TAG for "path exists" (``x``) or "path equals value" (``e``): nothing to escape."""
+    text = f"{kind}{json.dumps(list(path), ensure_ascii=False)}{_canon_json(value)}"
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _canon_json(v: Any) -> str:
+    """JSON text that is equal exactly when values are ``json_equal`` (1 == 1.0, True != 1, key order ignored)."""
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool) or v is None:
+        return "true" if v is True else "false" if v is False else "null"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else repr(v)
+    return json.dumps(_canon(v), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _canon(v: Any) -> Any:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, Mapping):
+        return {k: _canon(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_canon(x) for x in v]
+    return v
+
+
+def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[str]:
+    """Tokens of every path reached through objects only (see :func:`_pushdown`)."""
+    out: list[str] = []
+    for k, v in value.items():
+        p = (*path, k)
+        out += [_token("x", p), _token("e", p, v)]
+        if isinstance(v, Mapping):
+            out += _value_tokens(v, p)
+    return out
+
+
+def _pushdown(cond: Condition) -> str | None:
+    """The Query Engine clause equivalent to a condition, or None when it is checked client-side.
+
+    Paths without integer-like segments only traverse objects, where the tokens are exact; ranges
+    and array paths are evaluated with ``matches`` on the candidates.
+    """
+    if any(_INT.fullmatch(p) for p in cond.path):
+        return None
+    if cond.op in ("$eq", "$ne"):
+        clause = f"@t:{{{_token('e', cond.path, cond.value)}}}"
+        return clause if cond.op == "$eq" else f"-{clause}"
+    if cond.op in ("$in", "$nin") and cond.value:
+        clause = "@t:{" + " | ".join(_token("e", cond.path, v) for v in cond.value) + "}"
+        return clause if cond.op == "$in" else f"-{clause}"
+    if cond.op == "$exists":
+        return ("" if cond.value else "-") + f"@t:{{{_token('x', cond.path)}}}"
+    return None
+
+
+def _datetime(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str) -> Plan:
+    """Choose the mode (``auto``: the Query Engine when FT.* and JSON.* exist) and create the index.
+
+    The first store on a prefix records its mode, so stores sharing a prefix agree on the layout.
+    """
+    if mode not in ("auto", "query_engine", "plain"):
+        raise ValueError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
+    info, recorded, ft, js = yield Round(
+        [Call(("INFO", "server")), Call(("GET", keys.mode)), Call(("FT._LIST",)), Call(("JSON.TYPE", f"{keys.prefix}:probe"))],
+        check=False,
+    )
+    version = _s(info.get("redis_version", "0") if isinstance(info, dict) else "0")
+    if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (6, 2):
+        raise RuntimeError(f"the Redis store needs Redis >= 6.2 or Valkey, found {version}")
+    has_qe = not isinstance(ft, Exception) and not isinstance(js, Exception)
+    recorded = _s(recorded)
+    chosen: str = recorded or ("query_engine" if has_qe and mode != "plain" else "plain") if mode == "auto" else mode
+    if recorded and chosen != recorded:
+        raise ValueError(f"prefix {keys.prefix!r} already holds a {recorded!r} store, not {chosen!r}")
+    if chosen == "query_engine":
+        if not has_qe:
+            raise RuntimeError("mode='query_engine' needs the Redis Query Engine and JSON (Redis 8 or Redis Stack)")
+        (created,) = yield Round([Call(_create_index(keys, spec))], check=False)
+        if isinstance(created, Exception) and "already exists" not in str(created):
+            raise created
+    yield Round([Call(("SET", keys.mode, chosen, "NX"))])
+    return chosen
+
+
+def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
+    schema: list[Any] = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
+    schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE", "$.x", "AS", "x", "NUMERIC"]
+    if spec is not None:
+        metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
+        attrs: list[Any] = ["TYPE", _vector_dtype(spec)[0], "DIM", spec.dims, "DISTANCE_METRIC", metric]
+        if spec.kind == "exact":
+            algo = "FLAT"
+        else:
+            algo = "HNSW"
+            attrs += ["M", int(spec.ann.get("m", 16)), "EF_CONSTRUCTION", int(spec.ann.get("ef_construction", 200))]
+        schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
+    return ("FT.CREATE", keys.index(spec), "ON", "JSON", "PREFIX", 1, f"{keys.prefix}:i:", "SCHEMA", *schema)
+
+
+def _vector_dtype(spec: IndexSpec) -> tuple[str, type[np.floating[Any]]]:
+    return ("FLOAT16", np.float16) if spec.vector_type == "halfvec" else ("FLOAT32", np.float32)
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class Record:
+    """An item as read back: its JSON text fields decoded, plus score or vectors when asked for."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any]
+    created: int
+    updated: int
+    ttl: float | None
+    distance: float | None = None
+    raw_distance: float | None = None
+    vectors: np.ndarray[Any, Any] | None = None
+    hashes: list[list[str]] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, meta: Any, created: Any) -> Record:
+        m = meta if isinstance(meta, dict) else json.loads(_s(meta))
+        return cls(tuple(m["ns"]), m["k"], m["v"], int(_s(created)), int(m["u"]), m["l"])
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        if self.distance is not None:
+            return (self.distance, nsp.join(self.namespace), self.key)
+        return (-self.updated, nsp.join(self.namespace), self.key)
+
+    def item(self) -> Item:
+        return Item(
+            value=self.value, key=self.key, namespace=self.namespace,
+            created_at=_datetime(self.created), updated_at=_datetime(self.updated),
+        )
+
+    def search_item(self, spec: IndexSpec | None) -> SearchItem:
+        score = None if self.distance is None or spec is None else spec.score(self.distance)
+        return SearchItem(
+            namespace=self.namespace, key=self.key, value=self.value,
+            created_at=_datetime(self.created), updated_at=_datetime(self.updated), score=score,
+        )
+
+
+def _decode_vectors(raw: Any, mode: Mode, spec: IndexSpec) -> np.ndarray[Any, Any]:
+    """Stored vectors as an (n, dims) float32 array: JSON lists (Query Engine) or base64 float32 (plain)."""
+    if raw is None:
+        return np.zeros((0, spec.dims), np.float32)
+    if mode == "query_engine":
+        return np.asarray(raw, np.float32).reshape(-1, spec.dims)
+    return np.frombuffer(base64.b64decode(_s(raw)), np.float32).reshape(-1, spec.dims)
+
+
+def _json_get(reply: Any) -> dict[str, Any] | None:
+    """The ``{path: [value]}`` answer of a multi-path JSON.GET, None for a missing key."""
+    return None if reply is None else {k: v[0] if v else None for k, v in json.loads(_s(reply)).items()}
+
+
+def _search_reply(reply: Any) -> list[tuple[str, dict[str, Any]]]:
+    """``(key, fields)`` rows of FT.SEARCH in RESP2 (flat list) or RESP3 (map) form."""
+    if isinstance(reply, dict):
+        reply = {_s(k): v for k, v in reply.items()}
+        return [
+            (_s(r[b"id"] if b"id" in r else r["id"]),
+             {_s(k): _s(v) for k, v in (r.get(b"extra_attributes") or r.get("extra_attributes") or {}).items()})
+            for r in reply["results"]
+        ]
+    rows = []
+    for i in range(1, len(reply), 2):
+        flat = reply[i + 1]
+        rows.append((_s(reply[i]), {_s(flat[j]): _s(flat[j + 1]) for j in range(0, len(flat), 2)}))
+    return rows
+
+
+# --------------------------------------------------------------------------- writes
+
+
+@dataclass
+class _Entry:
+    """One item of the write script: op code, TTL and payload fields."""
+
+    ns_text: str
+    key: str
+    op: str
+    ttl_ms: str = ""
+    x: int = NO_EXPIRY
+    c: int = 0
+    payload: tuple[str, str, str] = ("", "", "")
+
+
+def _script_call(keys: Keys, mode: Mode, now_ms: int, entries: list[_Entry]) -> Call:
+    """One write-script call for all entries, grouped by namespace."""
+    groups: dict[str, list[_Entry]] = {}
+    for e in entries:
+        groups.setdefault(e.ns_text, []).append(e)
+    key_list = [keys.registry]
+    args: list[Any] = [now_ms - GRACE_MS, "1" if mode == "query_engine" else "0", len(groups)]
+    for ns_text, group in groups.items():
+        key_list.append(keys.zset(ns_text))
+        args += [ns_text, len(group)]
+        for e in group:
+            key_list.append(keys.item(ns_text, e.key))
+            args += [e.op, e.ttl_ms, e.x, e.c, *e.payload]
+    return Call(tuple(args), script="write", keys=tuple(key_list))
+
+
+def _ttl_ms(minutes: float) -> int:
+    return max(1, round(minutes * 60_000))
+
+
+def _put_entry(
+    mode: Mode, w: Write, now_us: int, vectors: list[tuple[str, str, list[float]]], op: str
+) -> _Entry:
+    ns_text = nsp.join(w.namespace)
+    now_ms = now_us // 1000
+    ttl_ms = _ttl_ms(w.ttl) if w.ttl is not None else None
+    x = now_ms + ttl_ms if ttl_ms is not None else NO_EXPIRY
+    meta = (
+        f'{{"ns":{json.dumps(list(w.namespace), ensure_ascii=False)},"k":{json.dumps(w.key, ensure_ascii=False)},'
+        f'"v":{w.value_json},"u":{now_us},"l":{json.dumps(w.ttl)}}}'
+    )
+    hashes = json.dumps([[f, h] for f, h, _ in vectors], ensure_ascii=False)
+    assert w.value is not None
+    if mode == "query_engine":
+        doc = {
+            "m": meta, "c": now_us, "u": now_us, "x": x, "h": hashes, "e": [v for _, _, v in vectors],
+            "p": [_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
+            "t": sorted(set(_value_tokens(w.value))),
+        }
+        payload = (json.dumps(doc, ensure_ascii=False), "", "")
+    else:
+        blob = np.asarray([v for _, _, v in vectors], np.float32).tobytes()
+        payload = (meta, hashes, base64.b64encode(blob).decode())
+    return _Entry(ns_text, w.key, op, "" if ttl_ms is None else str(ttl_ms), x, now_us, payload)
+
+
+def _stored_vectors_call(keys: Keys, mode: Mode, w: Write) -> Call:
+    key = keys.item(nsp.join(w.namespace), w.key)
+    return Call(("JSON.GET", key, "$.h", "$.e") if mode == "query_engine" else ("HMGET", key, "h", "e"))
+
+
+def _embed_writes(
+    keys: Keys, mode: Mode, spec: IndexSpec, writes: list[Write]
+) -> Generator[Request, Any, dict[tuple[str, str], list[tuple[str, str, list[float]]]]]:
+    """Vectors for each put, reusing stored embeddings of unchanged text; only new text is embedded."""
+    wanted: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    for w in writes:
+        if w.value is not None:
+            fields = spec.fields if w.index is None else (w.index or ())
+            wanted[(nsp.join(w.namespace), w.key)] = [(f, text_hash(t), t) for f, t in extract_texts(w.value, fields)]
+    todo = [w for w in writes if wanted.get((nsp.join(w.namespace), w.key))]
+    known: dict[str, list[float]] = {}
+    if todo:
+        replies = yield Round([_stored_vectors_call(keys, mode, w) for w in todo])
+        for reply in replies:
+            if mode == "query_engine":
+                got = _json_get(reply)
+                h_raw, e_raw = (got["$.h"], got["$.e"]) if got else (None, None)
+            else:
+                h_raw, e_raw = reply
+            if h_raw is None:
+                continue
+            hashes = json.loads(_s(h_raw))
+            for (_, h), vec in zip(hashes, _decode_vectors(e_raw, mode, spec)):
+                known[h] = vec.tolist()
+    missing = sorted({t for rows in wanted.values() for _, h, t in rows if h not in known})
+    if missing:
+        embedded = yield Embed(missing)
+        for text, vec in zip(missing, check_vectors(embedded, len(missing), spec.dims)):
+            known[text_hash(text)] = vec
+    return {k: [(f, h, known[h]) for f, h, _ in rows] for k, rows in wanted.items()}
+
+
+# --------------------------------------------------------------------------- reads
+
+
+def _get_call(keys: Keys, mode: Mode, namespace: tuple[str, ...], key: str) -> Call:
+    k = keys.item(nsp.join(namespace), key)
+    return Call(("JSON.GET", k, "$.m", "$.c") if mode == "query_engine" else ("HMGET", k, "m", "c"))
+
+
+def _get_record(mode: Mode, reply: Any) -> Record | None:
+    if mode == "query_engine":
+        got = _json_get(reply)
+        return None if got is None else Record.parse(got["$.m"], got["$.c"])
+    meta, created = reply
+    return None if meta is None else Record.parse(meta, created)
+
+
+def _live_namespaces(reply: Sequence[Any]) -> list[tuple[str, ...]]:
+    return [nsp.split(_s(n)) for n in reply]
+
+
+def _list_result(op: ListNamespacesOp, namespaces: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    found = {
+        ns[: op.max_depth] if op.max_depth is not None else ns
+        for ns in namespaces
+        if nsp.matches_all(ns, op.match_conditions)
+    }
+    return sorted(found)[op.offset : op.offset + op.limit]
+
+
+def _under(ns: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
+    return ns[: len(prefix)] == prefix
+
+
+def _distances(spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """pgvector-style distances of each row to ``q``: cosine 1-cos, inner product -dot, l2 Euclidean."""
+    if spec.distance == "l2":
+        return np.asarray(np.linalg.norm(matrix - q, axis=1))
+    dots = matrix @ q
+    if spec.distance == "inner_product":
+        return np.asarray(-dots)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
+    return np.asarray(1.0 - np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
+
+
+def _score_plain(spec: IndexSpec, records: list[Record], q: list[float]) -> list[Record]:
+    """Exact scoring with numpy: each item's best vector (items without vectors are dropped)."""
+    pairs = [(r, r.vectors) for r in records if r.vectors is not None and len(r.vectors)]
+    if not pairs:
+        return []
+    scored = [r for r, _ in pairs]
+    matrix = np.concatenate([v for _, v in pairs])
+    starts = np.cumsum([0, *(len(v) for _, v in pairs[:-1])])
+    best = np.minimum.reduceat(_distances(spec, matrix, np.asarray(q, np.float32)), starts)
+    for r, d in zip(scored, best):
+        r.distance = float(d)
+    return scored
+
+
+class _Searcher:
+    """Query Engine search of one op: a server query for namespace, filters, expiry and order/KNN."""
+
+    def __init__(self, keys: Keys, spec: IndexSpec | None, op: SearchOp, conds: tuple[Condition, ...],
+                 qvec: list[float] | None, now_ms: int) -> None:
+        self.keys, self.spec, self.op, self.conds, self.qvec = keys, spec, op, conds, qvec
+        parts = [f"@x:[({now_ms} +inf]"]
+        if op.namespace_prefix:
+            parts.append(f"@p:{{{_token('n', op.namespace_prefix)}}}")
+        parts += [c for c in map(_pushdown, conds) if c]
+        self.query = " ".join(parts)
+        self.need = op.offset + op.limit
+
+    def call(self, window: int) -> Call:
+        """The first-window query: newest first, or the ``window`` nearest neighbours."""
+        if self.qvec is None or self.spec is None:
+            return self._search(self.query, "u", "DESC", window)
+        ef = f" EF_RUNTIME {max(int(self.spec.ann.get('ef_search', 100)), window)}" if self.spec.kind != "exact" else ""
+        return self._search(f"({self.query})=>[KNN {window} @e $B{ef} AS d]", "d", "ASC", window)
+
+    def ties_call(self, last: Record) -> Call:
+        """Every match that ties with the window's last row (same updated_at, or within its distance)."""
+        if self.qvec is None or last.raw_distance is None:
+            return self._search(f"{self.query} @u:[{last.updated} {last.updated}]", "u", "DESC", 10_000)
+        radius = last.raw_distance + 1e-6
+        query = f"({self.query}) @e:[VECTOR_RANGE {radius!r} $B]=>{{$YIELD_DISTANCE_AS: d}}"
+        return self._search(query, "d", "ASC", 10_000)
+
+    def _search(self, query: str, sort: str, order: str, window: int) -> Call:
+        ret: list[Any] = ["RETURN", 6, "$.m", "AS", "m", "$.c", "AS", "c"]
+        params: list[Any] = []
+        if self.qvec is not None and self.spec is not None:
+            ret = [*ret[:1], 7, *ret[2:], "d"]
+            params = ["PARAMS", 2, "B", np.asarray(self.qvec, _vector_dtype(self.spec)[1]).tobytes()]
+        return Call(("FT.SEARCH", self.keys.index(self.spec), query, "SORTBY", sort, order,
+                     "LIMIT", 0, window, *ret, *params, "DIALECT", 2))
+
+    def records(self, reply: Any) -> list[Record]:
+        out = []
+        for _, f in _search_reply(reply):
+            r = Record.parse(f["m"], f["c"])
+            if "d" in f and self.spec is not None:
+                d = r.raw_distance = float(f["d"])
+                r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[self.spec.distance]
+            out.append(r)
+        return out
+
+    @staticmethod
+    def _primary(r: Record) -> float:
+        return r.raw_distance if r.raw_distance is not None else -r.updated
+
+    def run(self, first_reply: Any, window: int) -> Plan:
+        """Widen the window until ``offset + limit`` rows pass the client-side checks or none are left."""
+        rows = self.records(first_reply)
+        while True:
+            full = len(rows) >= window
+            ok = [r for r in rows if _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)]
+            if len(ok) >= self.need or not full:
+                break
+            window *= 4
+            (reply,) = yield Round([self.call(window)])
+            rows = self.records(reply)
+        if full and len(ok) >= self.need and self._primary(ok[self.need - 1]) == self._primary(rows[-1]):
+            # Rows tie on updated_at (one batch) or on score (same text) across the window's edge:
+            # fetch every tie of the last row so the (namespace, key) tie-break is exact.
+            (reply,) = yield Round([self.ties_call(rows[-1])])
+            seen = {(r.namespace, r.key) for r in ok}
+            ok += [r for r in self.records(reply) if (r.namespace, r.key) not in seen
+                   and _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)]
+        ok.sort(key=lambda r: r.sort_key)
+        return ok[self.op.offset : self.need]
+
+
+# --------------------------------------------------------------------------- the batch plan
+
+
+def plan(
+    keys: Keys, mode: Mode, spec: IndexSpec | None, ops: Iterable[Op], *, if_absent: bool = False
+) -> Plan:
+    """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call."""
+    op_list, batch = plan_batch(ops)
+    results: list[Result] = [None] * len(op_list)
+    now_us = time.time_ns() // 1000
+    now_ms = now_us // 1000
+    qvecs: dict[str, list[float]] = {}
+    if spec is not None:
+        queries = sorted({op.query for _, op, _ in batch.searches if op.query})
+        if queries:
+            embedded = yield Embed(queries, query=True)
+            qvecs = dict(zip(queries, check_vectors(embedded, len(queries), spec.dims)))
+    vectors = (yield from _embed_writes(keys, mode, spec, batch.writes)) if spec is not None else {}
+
+    calls = [_get_call(keys, mode, op.namespace, op.key) for _, op in batch.gets]
+    need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
+    if need_registry:
+        calls.append(Call(("ZRANGE", keys.registry, f"({now_ms}", "+inf", "BYSCORE")))
+    searchers: list[tuple[int, _Searcher, int]] = []
+    if mode == "query_engine":
+        for i, op, conds in batch.searches:
+            if op.limit == 0:
+                results[i] = []
+                continue
+            s = _Searcher(keys, spec, op, conds, qvecs.get(op.query or ""), now_ms)
+            window = max(s.need + 1, 10)  # one row past the page shows whether a tie crosses its edge
+            searchers.append((i, s, window))
+            calls.append(s.call(window))
+    replies = (yield Round(calls)) if calls else []
+
+    touch: dict[tuple[str, str], float] = {}
+    for (i, get), reply in zip(batch.gets, replies):
+        rec = _get_record(mode, reply)
+        results[i] = rec.item() if rec else None
+        if rec and get.refresh_ttl and rec.ttl is not None:
+            touch[(nsp.join(rec.namespace), rec.key)] = rec.ttl
+    pos = len(batch.gets)
+    live = _live_namespaces(replies[pos]) if need_registry else []
+    for i, list_op in batch.lists:
+        results[i] = _list_result(list_op, live)
+    found: list[tuple[int, SearchOp, list[Record]]] = []
+    for (i, s, window), reply in zip(searchers, replies[pos + need_registry :]):
+        found.append((i, s.op, (yield from s.run(reply, window))))
+    if mode == "plain" and batch.searches:
+        found += yield from _plain_searches(keys, spec, batch.searches, live, qvecs, now_ms)
+    for i, op, records in found:
+        results[i] = [r.search_item(spec) for r in records]
+        if op.refresh_ttl:
+            touch.update({(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None})
+
+    op_code = "a" if if_absent else "p"
+    entries = [
+        _put_entry(mode, w, now_us, vectors.get((nsp.join(w.namespace), w.key), []), op_code)
+        if w.value is not None else _Entry(nsp.join(w.namespace), w.key, "d")
+        for w in batch.writes
+    ]
+    written_keys = {(nsp.join(w.namespace), w.key) for w in batch.writes}
+    entries += [
+        _Entry(ns_text, key, "t", str(_ttl_ms(ttl)), now_ms + _ttl_ms(ttl))
+        for (ns_text, key), ttl in touch.items()
+        if (ns_text, key) not in written_keys
+    ]
+    if entries:
+        (written,) = yield Round([_script_call(keys, mode, now_ms, entries)])
+        if if_absent:
+            return bool(written)
+    return results
+
+
+def _plain_searches(
+    keys: Keys, spec: IndexSpec | None, searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
+    live: list[tuple[str, ...]], qvecs: dict[str, list[float]], now_ms: int,
+) -> Generator[Request, Any, list[tuple[int, SearchOp, list[Record]]]]:
+    """Plain mode: read every live item of the matching namespaces, filter and score with numpy."""
+    wanted = sorted({ns for _, op, _ in searches for ns in live if _under(ns, op.namespace_prefix)})
+    with_vectors = spec is not None and bool(qvecs)
+    flag = "1" if with_vectors else "0"
+    replies = (yield Round([
+        Call((now_ms, flag), script="read_ns", keys=(keys.zset(nsp.join(ns)),)) for ns in wanted
+    ])) if wanted else []
+    by_ns: dict[tuple[str, ...], list[Record]] = {}
+    for ns, reply in zip(wanted, replies):
+        recs = by_ns[ns] = []
+        for row in json.loads(_s(reply)):
+            rec = Record.parse(row[0], row[1])
+            if with_vectors and spec is not None:
+                rec.vectors = _decode_vectors(row[2], "plain", spec)
+            recs.append(rec)
+    out = []
+    for i, op, conds in searches:
+        records = [
+            Record(r.namespace, r.key, r.value, r.created, r.updated, r.ttl, vectors=r.vectors)
+            for ns in wanted if _under(ns, op.namespace_prefix) for r in by_ns[ns] if matches(r.value, conds)
+        ]
+        qvec = qvecs.get(op.query or "")
+        if qvec is not None and spec is not None:
+            records = _score_plain(spec, records, qvec)
+        records.sort(key=lambda r: r.sort_key)
+        out.append((i, op, records[op.offset : op.offset + op.limit]))
+    return out
+
+
+def sweep_plan(keys: Keys) -> Plan:
+    """Drop expired entries from the namespace ZSETs and the registry; items expire natively."""
+    now_ms = time.time_ns() // 1_000_000
+    (names,) = yield Round([Call(("ZRANGE", keys.registry, 0, -1))])
+    calls = [Call(("ZREMRANGEBYSCORE", keys.zset(_s(n)), "-inf", now_ms)) for n in names]
+    calls.append(Call(("ZREMRANGEBYSCORE", keys.registry, "-inf", now_ms)))
+    removed = yield Round(calls)
+    return sum(int(r) for r in removed[:-1])

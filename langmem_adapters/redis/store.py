@@ -1,0 +1,389 @@
+"""``RedisStore`` and ``AsyncRedisStore``: LangGraph ``BaseStore``s on redis-py.
+
+Both run the plans of :mod:`langmem_adapters.redis.plan`; they differ only in how a plan's requests
+are executed (blocking pipelines, or awaits on ``redis.asyncio``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, Literal
+
+import redis
+import redis.asyncio as aredis
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    BaseStore,
+    IndexConfig,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    TTLConfig,
+    _ensure_ttl,
+    _validate_namespace,
+)
+from redis.exceptions import NoScriptError
+
+from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.plan import (
+    SCRIPTS,
+    Call,
+    Embed,
+    Keys,
+    Mode,
+    Plan,
+    Round,
+    plan,
+    setup_plan,
+    sweep_plan,
+)
+
+__all__ = ["AsyncRedisStore", "RedisStore"]
+
+_SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
+ModeOption = Literal["auto", "query_engine", "plain"]
+
+
+def _args(call: Call) -> tuple[Any, ...]:
+    if call.script is None:
+        return call.args
+    return ("EVALSHA", _SHA[call.script], len(call.keys), *call.keys, *call.args)
+
+
+def _outcome(request: Round, results: list[Any]) -> list[Any]:
+    if request.check:
+        for r in results:
+            if isinstance(r, Exception):
+                raise r
+    return results
+
+
+def _missing_scripts(request: Round, results: list[Any]) -> list[int]:
+    """Positions of script calls that failed with NOSCRIPT: they did not run and are safe to resend."""
+    return [i for i, r in enumerate(results) if isinstance(r, NoScriptError) and request.calls[i].script]
+
+
+class _RedisConfig:
+    """Configuration shared by the sync and async stores."""
+
+    supports_ttl: bool = True
+
+    def _configure(
+        self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None, prefix: str, mode: ModeOption
+    ) -> None:
+        self.keys = Keys(prefix)
+        self.index_spec = IndexSpec.from_config(index) if index is not None else None
+        self.index_config = index
+        self.ttl_config = check_ttl_config(ttl)
+        if mode not in ("auto", "query_engine", "plain"):
+            raise ValueError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
+        self.requested_mode: ModeOption = mode
+        self.mode: Mode | None = None
+
+    def _if_absent_op(
+        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
+    ) -> PutOp:
+        _validate_namespace(tuple(namespace))
+        return PutOp(tuple(namespace), str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
+
+
+class RedisStore(_RedisConfig, BaseStore):
+    """A LangGraph store on Redis or Valkey (redis-py, sync).
+
+    ``mode="auto"`` uses the Redis Query Engine (Redis 8, Redis Stack) when the server has it and
+    plain Redis structures otherwise. All writes of a ``batch`` are applied by one Lua script call,
+    atomically; reads in a batch see the state before its writes. ``setup()`` runs on first use.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        prefix: str = "langmem",
+        mode: ModeOption = "auto",
+    ) -> None:
+        self._configure(index, ttl, prefix, mode)
+        self.client = client
+        self._sweeper: Sweeper | None = None
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        url: str,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        prefix: str = "langmem",
+        mode: ModeOption = "auto",
+    ) -> Iterator[RedisStore]:
+        """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), yield a set-up store, close on exit."""
+        client = redis.Redis.from_url(url)
+        try:
+            store = cls(client, index=index, ttl=ttl, prefix=prefix, mode=mode)
+            store.setup()
+            if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
+                store.start_ttl_sweeper()
+            try:
+                yield store
+            finally:
+                store.stop_ttl_sweeper()
+        finally:
+            client.close()
+
+    def _execute(self, request: Round) -> list[Any]:
+        """Send a round's commands in one pipeline, reloading Lua scripts the server has forgotten."""
+        pipe = self.client.pipeline(transaction=False)
+        for call in request.calls:
+            pipe.execute_command(*_args(call))
+        results = pipe.execute(raise_on_error=False)
+        for i in _missing_scripts(request, results):
+            call = request.calls[i]
+            assert call.script is not None
+            self.client.script_load(SCRIPTS[call.script])
+            results[i] = self.client.execute_command(*_args(call))
+        return _outcome(request, results)
+
+    def _run(self, steps: Plan) -> Any:
+        """Drive a plan: embed with the sync embedder, send rounds as pipelines."""
+        try:
+            request = next(steps)
+            while True:
+                if isinstance(request, Embed):
+                    spec = self.index_spec
+                    assert spec is not None
+                    if request.query:
+                        answer: Any = [spec.embeddings.embed_query(t) for t in request.texts]
+                    else:
+                        answer = spec.embeddings.embed_documents(request.texts)
+                else:
+                    answer = self._execute(request)
+                request = steps.send(answer)
+        except StopIteration as done:
+            return done.value
+
+    def setup(self) -> None:
+        """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
+        self.mode = self._run(setup_plan(self.keys, self.index_spec, self.requested_mode))
+
+    def _mode(self) -> Mode:
+        if self.mode is None:
+            self.setup()
+        assert self.mode is not None
+        return self.mode
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute ops: reads see the state before the batch; its writes apply atomically."""
+        return self._run(plan(self.keys, self._mode(), self.index_spec, ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` in a worker thread, so the event loop is never blocked."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def put_if_absent(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> bool:
+        """Create the item only if no live item has this key; True for the one writer that created it."""
+        op = self._if_absent_op(namespace, key, value, index, ttl)
+        return bool(self._run(plan(self.keys, self._mode(), self.index_spec, [op], if_absent=True)))
+
+    async def aput_if_absent(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> bool:
+        """Async twin of :meth:`put_if_absent`."""
+        return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
+
+    def sweep_ttl(self) -> int:
+        """Items expire natively; this drops their index entries now and returns how many went."""
+        return int(self._run(sweep_plan(self.keys)))
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Sweep bookkeeping in a daemon thread every interval (argument, else TTLConfig, else 5 minutes)."""
+        if self._sweeper is None:
+            self._sweeper = Sweeper(self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; True when it has stopped."""
+        sweeper, self._sweeper = self._sweeper, None
+        return sweeper.stop(timeout) if sweeper else True
+
+
+class AsyncRedisStore(_RedisConfig, BaseStore):
+    """The async twin of :class:`RedisStore` on a ``redis.asyncio.Redis`` client.
+
+    Sync methods work from other threads (they run on the store's event loop) and raise
+    ``asyncio.InvalidStateError`` when called on that loop, where they would deadlock.
+    """
+
+    def __init__(
+        self,
+        client: aredis.Redis,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        prefix: str = "langmem",
+        mode: ModeOption = "auto",
+    ) -> None:
+        self._configure(index, ttl, prefix, mode)
+        self.client = client
+        self._sweeper: AsyncSweeper | None = None
+        self._setup_lock = asyncio.Lock()
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        url: str,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        prefix: str = "langmem",
+        mode: ModeOption = "auto",
+    ) -> AsyncIterator[AsyncRedisStore]:
+        """Async context manager twin of :meth:`RedisStore.from_conn_string`.
+
+        The client's pool blocks when all its connections are busy, so many concurrent tasks queue
+        instead of failing with ``MaxConnectionsError``.
+        """
+        client = aredis.Redis.from_pool(aredis.BlockingConnectionPool.from_url(url, max_connections=64))
+        try:
+            store = cls(client, index=index, ttl=ttl, prefix=prefix, mode=mode)
+            await store.setup()
+            if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
+                await store.start_ttl_sweeper()
+            try:
+                yield store
+            finally:
+                await store.stop_ttl_sweeper()
+        finally:
+            await client.aclose()
+
+    async def _execute(self, request: Round) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for call in request.calls:
+            pipe.execute_command(*_args(call))
+        results = await pipe.execute(raise_on_error=False)
+        for i in _missing_scripts(request, results):
+            call = request.calls[i]
+            assert call.script is not None
+            await self.client.script_load(SCRIPTS[call.script])
+            results[i] = await self.client.execute_command(*_args(call))
+        return _outcome(request, results)
+
+    async def _run(self, steps: Plan) -> Any:
+        """Drive a plan with awaits: the same requests as the sync store, executed asynchronously."""
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        try:
+            request = next(steps)
+            while True:
+                if isinstance(request, Embed):
+                    spec = self.index_spec
+                    assert spec is not None
+                    if request.query:
+                        answer: Any = await asyncio.gather(*(spec.embeddings.aembed_query(t) for t in request.texts))
+                    else:
+                        answer = await spec.embeddings.aembed_documents(request.texts)
+                else:
+                    answer = await self._execute(request)
+                request = steps.send(answer)
+        except StopIteration as done:
+            return done.value
+
+    def _sync(self, coro: Any) -> Any:
+        """Run a coroutine on the store's loop from another thread."""
+        if self.loop is None:
+            coro.close()
+            raise asyncio.InvalidStateError("AsyncRedisStore has no event loop yet; use the async methods")
+        try:
+            if asyncio.get_running_loop() is self.loop:
+                coro.close()
+                raise asyncio.InvalidStateError(
+                    "Synchronous calls to AsyncRedisStore detected in the main event loop. "
+                    "Use the async methods (aget, aput, ...) instead."
+                )
+        except RuntimeError:
+            pass
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def setup(self) -> None:
+        """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
+        self.mode = await self._run(setup_plan(self.keys, self.index_spec, self.requested_mode))
+
+    async def _mode(self) -> Mode:
+        async with self._setup_lock:
+            if self.mode is None:
+                await self.setup()
+        assert self.mode is not None
+        return self.mode
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute ops: reads see the state before the batch; its writes apply atomically."""
+        return await self._run(plan(self.keys, await self._mode(), self.index_spec, ops))
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """``abatch`` on the store's event loop, for callers in other threads."""
+        return self._sync(self.abatch(list(ops)))
+
+    async def aput_if_absent(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> bool:
+        """Create the item only if no live item has this key; True for the one writer that created it."""
+        op = self._if_absent_op(namespace, key, value, index, ttl)
+        mode = await self._mode()
+        return bool(await self._run(plan(self.keys, mode, self.index_spec, [op], if_absent=True)))
+
+    def put_if_absent(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> bool:
+        """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
+        return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))
+
+    async def sweep_ttl(self) -> int:
+        """Items expire natively; this drops their index entries now and returns how many went."""
+        return int(await self._run(sweep_plan(self.keys)))
+
+    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Sweep bookkeeping in an asyncio task every interval (argument, else TTLConfig, else 5 minutes)."""
+        if self._sweeper is None:
+            self._sweeper = AsyncSweeper(self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes))
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper task; True when it has stopped."""
+        sweeper, self._sweeper = self._sweeper, None
+        return await sweeper.stop(timeout) if sweeper else True

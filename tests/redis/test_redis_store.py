@@ -1,0 +1,176 @@
+"""Redis-specific behaviour: mode detection, prefixes, key layout, atomicity, TTL bookkeeping, Valkey."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+from langgraph.store.base import PutOp
+
+from langmem_adapters.embeddings import HashEmbeddings
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
+from tests import servers
+
+
+def _prefix() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def qe_client() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(servers.redis_url(modules=True))
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def plain_client() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(servers.redis_url(modules=False))
+    yield client
+    client.close()
+
+
+def test_auto_mode_detection(qe_client: redis.Redis, plain_client: redis.Redis) -> None:
+    qe = RedisStore(qe_client, prefix=_prefix())
+    qe.setup()
+    assert qe.mode == "query_engine"
+    plain = RedisStore(plain_client, prefix=_prefix())
+    plain.setup()
+    assert plain.mode == "plain"
+    with pytest.raises(RuntimeError):
+        RedisStore(plain_client, prefix=_prefix(), mode="query_engine").setup()
+
+
+def test_mode_override_and_recorded_mode(qe_client: redis.Redis) -> None:
+    prefix = _prefix()
+    store = RedisStore(qe_client, prefix=prefix, mode="plain")
+    store.put(("a",), "k", {"v": 1})
+    assert qe_client.type(store.keys.item("a", "k")) == b"hash"
+    again = RedisStore(qe_client, prefix=prefix)  # auto adopts the recorded mode
+    again.setup()
+    assert again.mode == "plain"
+    with pytest.raises(ValueError):
+        RedisStore(qe_client, prefix=prefix, mode="query_engine").setup()
+    with pytest.raises(ValueError):
+        RedisStore(qe_client, prefix="bad:prefix")
+
+
+@pytest.mark.parametrize("modules", [True, False])
+def test_prefixes_are_isolated(modules: bool) -> None:
+    client = redis.Redis.from_url(servers.redis_url(modules=modules))
+    a, b = RedisStore(client, prefix=_prefix()), RedisStore(client, prefix=_prefix())
+    a.put(("ns",), "k", {"who": "a"})
+    b.put(("ns", "deeper"), "k", {"who": "b"})
+    assert a.get(("ns",), "k").value == {"who": "a"}  # type: ignore[union-attr]
+    assert b.get(("ns",), "k") is None
+    assert [r.value for r in a.search(("ns",))] == [{"who": "a"}]
+    assert a.list_namespaces() == [("ns",)]
+    assert b.list_namespaces() == [("ns", "deeper")]
+    client.close()
+
+
+def test_key_layout_uses_one_hash_tag_per_namespace(qe_client: redis.Redis) -> None:
+    store = RedisStore(qe_client, prefix=_prefix(), ttl={"default_ttl": 5})
+    ns = ("tenant {x}", "a|b*c\\d", "ü")
+    store.batch([PutOp(ns, f"k{i}", {"i": i}) for i in range(3)])
+    keys = [k.decode() for k in qe_client.scan_iter(f"{store.keys.prefix}:*")]
+    ns_keys = [k for k in keys if ":i:" in k or ":z:" in k]
+    assert len(ns_keys) == 4
+    tags = {k[k.index("{") + 1 : k.index("}")] for k in ns_keys}
+    assert len(tags) == 1  # every key of the namespace shares one hash tag, so one cluster slot
+    assert store.get(ns, "k1").value == {"i": 1}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("modules", [True, False])
+def test_bookkeeping_keys_expire_natively(modules: bool) -> None:
+    client = redis.Redis.from_url(servers.redis_url(modules=modules))
+    store = RedisStore(client, prefix=_prefix())
+    store.put(("t",), "k", {"v": 1}, ttl=1)
+    item, zset = store.keys.item("t", "k"), store.keys.zset("t")
+    assert 0 < client.pttl(item) <= 60_000
+    assert client.pttl(zset) > 0 and client.pttl(store.keys.registry) > 0
+    store.put(("t",), "forever", {"v": 2})
+    assert client.pttl(zset) == -1 and client.pttl(store.keys.registry) == -1
+    store.delete(("t",), "forever")
+    assert client.pttl(zset) > 0
+    store.delete(("t",), "k")
+    assert client.exists(zset) == 0 and store.list_namespaces() == []
+    client.close()
+
+
+@pytest.mark.parametrize("modules", [True, False])
+def test_refresh_uses_the_items_own_ttl(modules: bool) -> None:
+    client = redis.Redis.from_url(servers.redis_url(modules=modules))
+    store = RedisStore(client, prefix=_prefix(), ttl={"default_ttl": 100})
+    store.put(("t",), "k", {"v": 1}, ttl=1)
+    key = store.keys.item("t", "k")
+    client.pexpire(key, 5_000)
+    store.get(("t",), "k")
+    assert 55_000 < client.pttl(key) <= 60_000
+    store.search(("t",))
+    assert 55_000 < client.pttl(key) <= 60_000
+    client.close()
+
+
+@pytest.mark.parametrize("modules", [True, False])
+def test_batch_is_all_or_nothing_when_the_connection_drops(modules: bool) -> None:
+    url = servers.redis_url(modules=modules)
+    admin = redis.Redis.from_url(url)
+    for attempt in range(5):
+        client = redis.Redis.from_url(url, client_name=f"victim{attempt}", retry_on_error=[])
+        store = RedisStore(client, prefix=_prefix(), index={"dims": 16, "embed": HashEmbeddings(16)})
+        store.setup()
+        ops = [PutOp(("a", str(i % 7)), f"k{i}", {"text": f"item {i}"}) for i in range(3000)]
+        errors: list[BaseException] = []
+
+        def write(store: RedisStore = store, ops: list[PutOp] = ops, errors: list[BaseException] = errors) -> None:
+            try:
+                store.batch(ops)
+            except redis.ConnectionError as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        time.sleep(0.01 * attempt)
+        admin.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        thread.join()
+        fresh = RedisStore(redis.Redis.from_url(url), prefix=store.keys.prefix, index=store.index_config)  # type: ignore[arg-type]
+        found = fresh.search(("a",), limit=5000)
+        assert len(found) in (0, 3000)
+        hits = fresh.search(("a",), query="item 5", limit=5000)
+        assert len(hits) == len(found)  # no value without its vectors
+        assert len(fresh.list_namespaces()) == (7 if found else 0)
+        client.close()
+    admin.close()
+
+
+def test_valkey_plain_mode_smoke() -> None:
+    client = redis.Redis.from_url(servers.valkey_url())
+    store = RedisStore(client, prefix=_prefix(), index={"dims": 16, "embed": HashEmbeddings(16)})
+    store.setup()
+    assert store.mode == "plain"
+    store.put(("v", "1"), "a", {"text": "red apple", "n": 3})
+    store.put(("v", "2"), "b", {"text": "green pear", "n": 5}, ttl=1)
+    assert store.get(("v", "1"), "a").value["n"] == 3  # type: ignore[union-attr]
+    assert [r.key for r in store.search(("v",), filter={"n": {"$gt": 4}})] == ["b"]
+    assert store.search(("v",), query="apple")[0].key == "a"
+    assert store.list_namespaces(prefix=("v",)) == [("v", "1"), ("v", "2")]
+    assert store.put_if_absent(("v", "1"), "a", {"x": 1}) is False
+    client.close()
+
+
+async def test_async_store_matches_sync(qe_client: redis.Redis) -> None:
+    import redis.asyncio as aredis
+
+    client = aredis.Redis.from_url(servers.redis_url(modules=True))
+    store = AsyncRedisStore(client, prefix=_prefix())
+    await store.aput(("x",), "k", {"v": 1})
+    assert (await store.aget(("x",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+    assert await store.aput_if_absent(("x",), "k2", {"v": 2}) is True
+    assert await store.aput_if_absent(("x",), "k2", {"v": 3}) is False
+    assert store.mode == "query_engine"
+    await client.aclose()
