@@ -35,6 +35,7 @@ from langmem_adapters.postgres import (
     embedded_dsn,
     embedded_store,
 )
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.tools import (
     MemoryToolConfigError,
     NamespaceTemplateError,
@@ -45,6 +46,7 @@ from langmem_adapters.tools import (
 
 __all__ = [
     "AsyncPostgresStore",
+    "AsyncRedisStore",
     "Attribution",
     "ConcurrentWriteError",
     "EmbeddingDimensionError",
@@ -65,6 +67,7 @@ __all__ = [
     "ProceduralMemory",
     "Procedure",
     "RecordNotFoundError",
+    "RedisStore",
     "SemanticMemory",
     "StoreConnectionError",
     "StoreError",
