@@ -508,6 +508,17 @@ def phase_vectors(
 
             runner.check(metric, name, cfg.warmup, lambda i, p=put: p(i) is None)
             out[metric][name] = runner.rate(metric, name, put, cfg.warmup)
+
+        # The common memory update: metadata changes, the embedded text does not.
+        metric = "indexed update (text unchanged)"
+        for name, store in stores.items():
+
+            def update(i: int, store: BaseStore = store) -> None:
+                ns, key, value = data.items[i % len(data.items)]
+                store.put(ns, key, {**value, "n": value["n"] + i + 1})
+
+            runner.check(metric, name, cfg.warmup, lambda i, u=update: u(i) is None)
+            out[metric][name] = runner.rate(metric, name, update, cfg.warmup)
     return out, rec
 
 
@@ -568,6 +579,7 @@ ORDER = [
     "list_namespaces",
     "indexed put (single)",
     "indexed put (batch of 100)",
+    "indexed update (text unchanged)",
     "vector search (global)",
     "vector search (in namespace)",
 ]
