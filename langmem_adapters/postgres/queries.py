@@ -346,18 +346,18 @@ def _vector_search(
             )
         ]
     ef = max(int(spec.ann.get("ef_search", 100)), candidates)
-    settings = [Statement("SELECT set_config('hnsw.ef_search', %s, true)", [str(min(ef, 1000))])]
-    settings.append(Statement("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)"))
+    settings = Statement(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        [str(min(ef, 1000))],
+    )
     if spec.kind == "ivfflat":
-        settings = [
-            Statement(
-                "SELECT set_config('ivfflat.probes', %s, true)",
-                [str(int(spec.ann.get("probes", 10)))],
-            ),
-            Statement("SELECT set_config('ivfflat.iterative_scan', 'relaxed_order', true)"),
-        ]
+        settings = Statement(
+            "SELECT set_config('ivfflat.probes', %s, true), "
+            "set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+            [str(int(spec.ann.get("probes", 10)))],
+        )
     return [
-        *settings,
+        settings,
         Statement(
             f"SELECT {ITEM_COLUMNS.format(a='s')}, {dist} AS d {join} WHERE {where} ORDER BY {dist} LIMIT %s",
             [qvec, *ns_params, *f_params, qvec, candidates],

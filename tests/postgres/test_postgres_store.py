@@ -198,3 +198,33 @@ def test_sweep_races_with_writers_without_losing_namespaces(dsn: str) -> None:
                 "SELECT count(*) FROM langmem_namespaces WHERE ns LIKE 'race.%'"
             ).fetchone()
         assert rows == (len(live),)
+
+
+@pytest.mark.parametrize(
+    "ann",
+    [
+        {"kind": "hnsw", "m": 8, "ef_construction": 32, "ef_search": 60},
+        {"kind": "ivfflat", "nlist": 4, "probes": 4},
+        {"kind": "exact"},
+        {"kind": "hnsw", "vector_type": "halfvec"},
+    ],
+)
+@pytest.mark.parametrize("distance", ["cosine", "l2", "inner_product"])
+def test_index_kinds_vector_types_and_distances(
+    dsn: str, ann: dict[str, Any], distance: str
+) -> None:
+    index = hash_index(dims=40, fields=["text"], distance_type=distance, ann_index_config=ann)
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch(
+            [
+                PutOp(("k", f"n{i % 3}"), f"t{i}", {"text": f"topic{i % 5} words {i}"})
+                for i in range(60)
+            ]
+        )
+        hits = store.search(("k",), query="topic2 words 7", limit=12)
+        assert len(hits) == 12 and hits[0].key == "t7"
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)  # type: ignore[type-var]
+        page2 = store.search(("k",), query="topic2 words 7", limit=12, offset=12)
+        assert not {h.key for h in hits} & {h.key for h in page2} and len(page2) == 12
+        assert len(store.search(("k", "n1"), query="topic2", limit=50)) == 20
