@@ -376,7 +376,7 @@ def _pool(rows: list[Sequence[Any]]) -> list[Sequence[Any]]:
 
 
 def _list_statement(t: Tables, op: ListNamespacesOp) -> Statement:
-    conds = [f"EXISTS (SELECT 1 FROM {t.store} s WHERE s.ns = n.ns AND {LIVE.format(a='s')})"]
+    conds = ["TRUE"]
     params: list[Any] = []
     for cond in op.match_conditions or ():
         path = tuple(cond.path)
@@ -397,7 +397,12 @@ def _list_statement(t: Tables, op: ListNamespacesOp) -> Statement:
                     params.append(label)
     cols = "n.labels" if op.max_depth is None else f"n.labels[1:{int(op.max_depth)}]"
     return Statement(
-        f"SELECT DISTINCT {cols} AS labels FROM {t.namespaces} n WHERE {' AND '.join(conds)} "
+        # One primary-key probe per candidate namespace for its first live item (LATERAL, in key
+        # order, LIMIT 1), never a scan of the items table.
+        f"SELECT DISTINCT {cols} AS labels FROM {t.namespaces} n "
+        f"CROSS JOIN LATERAL (SELECT 1 FROM {t.store} s WHERE s.ns = n.ns AND {LIVE.format(a='s')} "
+        f"ORDER BY s.ns, s.key LIMIT 1) live "
+        f"WHERE {' AND '.join(conds)} "
         f"ORDER BY labels LIMIT %s OFFSET %s",
         [*params, op.limit, op.offset],
     )

@@ -106,17 +106,19 @@ def _plan(conn: psycopg.Connection[Any], sql: str, params: Any) -> str:
 
 
 def test_list_namespaces_does_not_scan_items(dsn: str) -> None:
+    from langgraph.store.base import ListNamespacesOp, MatchCondition
+
     with PostgresStore.from_conn_string(dsn) as store:
         store.batch([PutOp(("big", f"n{i % 20}"), f"k{i}", {"i": i}) for i in range(4000)])
-        store.conn.execute("ANALYZE langmem_store")  # type: ignore[union-attr]
-        from langgraph.store.base import ListNamespacesOp, MatchCondition
-
-        st = _list_statement(
-            Tables("langmem"), ListNamespacesOp((MatchCondition("prefix", ("big",)),), None, 100, 0)
-        )
-        plan = _plan(store.conn, st.sql, st.params)  # type: ignore[arg-type]
-        assert "Seq Scan on langmem_store" not in plan, plan
+        store.batch([PutOp(("small", f"n{i}"), "k", {"i": i}) for i in range(5)])
+        store.conn.execute("ANALYZE")  # type: ignore[union-attr]
+        for prefix in (("big",), ("small",), ()):
+            conditions = (MatchCondition("prefix", prefix),) if prefix else ()
+            st = _list_statement(Tables("langmem"), ListNamespacesOp(conditions, None, 100, 0))
+            plan = _plan(store.conn, st.sql, st.params)  # type: ignore[arg-type]
+            assert "Seq Scan on langmem_store" not in plan, plan
         assert len(store.list_namespaces(prefix=("big",))) == 20
+        assert len(store.list_namespaces(limit=100)) == 25
 
 
 def test_vector_search_uses_ann_index_and_has_high_recall(dsn: str) -> None:
