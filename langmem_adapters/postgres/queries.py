@@ -28,9 +28,10 @@ from langgraph.store.base import (
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import COMPARISONS, Condition
 from langmem_adapters.core.ops import Write, plan_batch
+from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
 
-__all__ = ["Embed", "Round", "Statement", "Tables", "plan", "sweep_statements"]
+__all__ = ["Round", "Statement", "Tables", "plan", "sweep_statements"]
 
 SCHEMA_VERSION = 1
 
@@ -56,16 +57,7 @@ class Round:
     tx: bool = False
 
 
-@dataclass(frozen=True)
-class Embed:
-    """Texts to embed: documents, or a search query (``query=True`` uses ``embed_query``)."""
-
-    texts: list[str]
-    query: bool = False
-
-
 Request = Embed | Round
-Plan = Generator[Request, Any, Any]
 
 
 @dataclass(frozen=True)

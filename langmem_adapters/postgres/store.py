@@ -8,33 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import Any, Literal, TypedDict
 
 import psycopg
-from langgraph.store.base import (
-    NOT_PROVIDED,
-    BaseStore,
-    IndexConfig,
-    NotProvided,
-    Op,
-    PutOp,
-    Result,
-    TTLConfig,
-    _ensure_ttl,
-    _validate_namespace,
-)
+from langgraph.store.base import IndexConfig, Op, TTLConfig
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
-from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.queries import (
-    Embed,
-    Plan,
     Round,
     Tables,
     plan,
@@ -76,17 +62,14 @@ CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5}
 
 
 class _PostgresConfig:
-    """Configuration shared by the sync and async stores."""
+    """What the sync and async Postgres stores share beyond the common store base."""
 
-    supports_ttl: bool = True
+    tables: Tables
+    index_spec: Any
+    ttl_config: TTLConfig | None
 
-    def _configure(
-        self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None, table_prefix: str
-    ) -> None:
-        self.tables = Tables(table_prefix)
-        self.index_spec = IndexSpec.from_config(index) if index is not None else None
-        self.index_config = index
-        self.ttl_config = check_ttl_config(ttl)
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
+        return plan(self.tables, self.index_spec, self.ttl_config, ops, if_absent=if_absent)
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
@@ -105,26 +88,6 @@ class _PostgresConfig:
             f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
             f"table_prefix={self.tables.prefix!r}{index})"
         )
-
-    def _if_absent_op(
-        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
-    ) -> PutOp:
-        _validate_namespace(tuple(namespace))
-        return PutOp(tuple(namespace), str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
-
-
-def _embed(spec: IndexSpec | None, request: Embed) -> Any:
-    assert spec is not None
-    if request.query:
-        return [spec.embeddings.embed_query(t) for t in request.texts]
-    return spec.embeddings.embed_documents(request.texts)
-
-
-async def _aembed(spec: IndexSpec | None, request: Embed) -> Any:
-    assert spec is not None
-    if request.query:
-        return await asyncio.gather(*(spec.embeddings.aembed_query(t) for t in request.texts))
-    return await spec.embeddings.aembed_documents(request.texts)
 
 
 def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
@@ -183,7 +146,7 @@ async def _aexecute(conn: psycopg.AsyncConnection[Any], request: Round) -> list[
     ]
 
 
-class PostgresStore(_PostgresConfig, BaseStore):
+class PostgresStore(_PostgresConfig, SyncStore):
     """A LangGraph store on PostgreSQL + pgvector (psycopg 3, sync).
 
     ``conn`` is a ``psycopg.Connection`` (used under a lock) or a ``psycopg_pool.ConnectionPool``.
@@ -199,11 +162,11 @@ class PostgresStore(_PostgresConfig, BaseStore):
         ttl: TTLConfig | None = None,
         table_prefix: str = "langmem",
     ) -> None:
-        self._configure(index, ttl, table_prefix)
+        self._configure(index, ttl)
+        self.tables = Tables(table_prefix)
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = threading.Lock()
-        self._sweeper: Sweeper | None = None
 
     @classmethod
     @contextmanager
@@ -265,7 +228,7 @@ class PostgresStore(_PostgresConfig, BaseStore):
                     request = next(steps)
                     while True:
                         if isinstance(request, Embed):
-                            answer = _embed(self.index_spec, request)
+                            answer = self._embed(request)
                         else:
                             if conn is None:
                                 conn = stack.enter_context(self._connection())
@@ -286,44 +249,6 @@ class PostgresStore(_PostgresConfig, BaseStore):
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
         self._run(setup_plan(self.tables, self.index_spec))
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops in one transaction: reads see the state before the batch's writes."""
-        return self._run(plan(self.tables, self.index_spec, self.ttl_config, ops))
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` in a worker thread, so the event loop is never blocked."""
-        return await asyncio.to_thread(self.batch, list(ops))
-
-    def put_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Create the item only if no live item has this key; True for the one writer that created it.
-
-        An expired item counts as absent. Racing writers get exactly one True.
-        """
-        op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(
-            self._run(plan(self.tables, self.index_spec, self.ttl_config, [op], if_absent=True))
-        )
-
-    async def aput_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Async twin of :meth:`put_if_absent`."""
-        return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
-
     def sweep_ttl(self) -> int:
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
         expired, cleanup = sweep_statements(self.tables)
@@ -331,25 +256,13 @@ class PostgresStore(_PostgresConfig, BaseStore):
         self._run(_single(Round(cleanup, tx=True)))
         return len(rows)
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep in a daemon thread every interval (argument, else TTLConfig, else 5 minutes)."""
-        if self._sweeper is None:
-            self._sweeper = Sweeper(
-                self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes)
-            )
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; True when it has stopped."""
-        sweeper, self._sweeper = self._sweeper, None
-        return sweeper.stop(timeout) if sweeper else True
-
 
 def _single(request: Round) -> Plan:
     """A plan of one round, for maintenance statements outside a batch."""
     return (yield request)
 
 
-class AsyncPostgresStore(_PostgresConfig, BaseStore):
+class AsyncPostgresStore(_PostgresConfig, AsyncStore):
     """The async twin of :class:`PostgresStore` on ``psycopg.AsyncConnection`` or ``AsyncConnectionPool``.
 
     Sync methods work from other threads (they run on the store's event loop) and raise
@@ -364,15 +277,12 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
         ttl: TTLConfig | None = None,
         table_prefix: str = "langmem",
     ) -> None:
-        self._configure(index, ttl, table_prefix)
+        self._configure(index, ttl)
+        self.tables = Tables(table_prefix)
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = asyncio.Lock()
-        self._sweeper: AsyncSweeper | None = None
-        try:
-            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self.loop = None
+        self._bind_loop()
 
     @classmethod
     @asynccontextmanager
@@ -423,8 +333,6 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
 
     async def _run(self, steps: Plan) -> Any:
         """Drive a plan with awaits: the same requests as the sync store, executed asynchronously."""
-        if self.loop is None:
-            self.loop = asyncio.get_running_loop()
         conn: psycopg.AsyncConnection[Any] | None = None
         try:
             async with AsyncExitStack() as stack:
@@ -433,7 +341,7 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
                     request = next(steps)
                     while True:
                         if isinstance(request, Embed):
-                            answer = await _aembed(self.index_spec, request)
+                            answer = await self._aembed(request)
                         else:
                             if conn is None:
                                 conn = await stack.enter_async_context(self._connection())
@@ -450,80 +358,13 @@ class AsyncPostgresStore(_PostgresConfig, BaseStore):
                 raise
             raise lost from exc
 
-    def _sync(self, coro: Any) -> Any:
-        """Run a coroutine on the store's loop from another thread."""
-        if self.loop is None:
-            coro.close()
-            raise asyncio.InvalidStateError(
-                "AsyncPostgresStore has no event loop yet; use the async methods"
-            )
-        try:
-            if asyncio.get_running_loop() is self.loop:
-                coro.close()
-                raise asyncio.InvalidStateError(
-                    "Synchronous calls to AsyncPostgresStore detected in the main event loop. "
-                    "Use the async methods (aget, aput, ...) instead."
-                )
-        except RuntimeError:
-            pass
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
     async def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
-        await self._run(setup_plan(self.tables, self.index_spec))
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops in one transaction: reads see the state before the batch's writes."""
-        return await self._run(plan(self.tables, self.index_spec, self.ttl_config, ops))
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """``abatch`` on the store's event loop, for callers in other threads."""
-        return self._sync(self.abatch(list(ops)))
-
-    async def aput_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Create the item only if no live item has this key; True for the one writer that created it."""
-        op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(
-            await self._run(
-                plan(self.tables, self.index_spec, self.ttl_config, [op], if_absent=True)
-            )
-        )
-
-    def put_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
-        return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))
+        await self._drive(setup_plan(self.tables, self.index_spec))
 
     async def sweep_ttl(self) -> int:
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
         expired, cleanup = sweep_statements(self.tables)
-        (rows,) = await self._run(_single(Round([expired])))
-        await self._run(_single(Round(cleanup, tx=True)))
+        (rows,) = await self._drive(_single(Round([expired])))
+        await self._drive(_single(Round(cleanup, tx=True)))
         return len(rows)
-
-    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep in an asyncio task every interval (argument, else TTLConfig, else 5 minutes)."""
-        if self._sweeper is None:
-            self._sweeper = AsyncSweeper(
-                self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes)
-            )
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper task; True when it has stopped."""
-        sweeper, self._sweeper = self._sweeper, None
-        return await sweeper.stop(timeout) if sweeper else True
