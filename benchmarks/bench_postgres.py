@@ -196,9 +196,27 @@ def server_info(dsn: str) -> dict[str, str]:
     return {"postgres": pg[0] if pg else "?", "pgvector": vec[0] if vec else "?"}
 
 
+# Simulated model cost per embedding call (seconds); 0 except in the workload that measures it.
+EMBED_LATENCY = {"seconds": 0.0}
+
+
+class ModelLikeEmbeddings(HashEmbeddings):
+    """HashEmbeddings that can also wait like a real model call (same wait for both stores)."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if EMBED_LATENCY["seconds"]:
+            time.sleep(EMBED_LATENCY["seconds"])
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        if EMBED_LATENCY["seconds"]:
+            time.sleep(EMBED_LATENCY["seconds"])
+        return super().embed_query(text)
+
+
 def index_config(dims: int) -> dict[str, Any]:
-    """Index on the ``text`` field with a fresh HashEmbeddings; each store's default ANN settings."""
-    return {"dims": dims, "embed": HashEmbeddings(dims), "fields": ["text"]}
+    """Index on the ``text`` field with a fresh embedder; each store's default ANN settings."""
+    return {"dims": dims, "embed": ModelLikeEmbeddings(dims), "fields": ["text"]}
 
 
 @contextmanager
@@ -519,6 +537,20 @@ def phase_vectors(
 
             runner.check(metric, name, cfg.warmup, lambda i, u=update: u(i) is None)
             out[metric][name] = runner.rate(metric, name, update, cfg.warmup)
+
+        # The same update when each embedding call costs 5 ms, like a small local model.
+        metric = "indexed update (text unchanged, 5 ms model)"
+        EMBED_LATENCY["seconds"] = 0.005
+        try:
+            for name, store in stores.items():
+
+                def slow_update(i: int, store: BaseStore = store) -> None:
+                    ns, key, value = data.items[i % len(data.items)]
+                    store.put(ns, key, {**value, "n": value["n"] - i - 1})
+
+                out[metric][name] = runner.rate(metric, name, slow_update, cfg.warmup)
+        finally:
+            EMBED_LATENCY["seconds"] = 0.0
     return out, rec
 
 
@@ -580,6 +612,7 @@ ORDER = [
     "indexed put (single)",
     "indexed put (batch of 100)",
     "indexed update (text unchanged)",
+    "indexed update (text unchanged, 5 ms model)",
     "vector search (global)",
     "vector search (in namespace)",
 ]
