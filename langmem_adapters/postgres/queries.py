@@ -312,6 +312,11 @@ def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) ->
     )
 
 
+# HNSW search breadth: recall@10 >= 0.95 against exact search at 100k items with the default build
+# (m=16, ef_construction=64) on hard, weakly clustered data (measured 0.973; 100 gave 0.81).
+DEFAULT_EF_SEARCH = 400
+
+
 def _vector_search(
     t: Tables,
     spec: IndexSpec,
@@ -337,7 +342,7 @@ def _vector_search(
                 [qvec, *ns_params, *f_params, op.limit, op.offset],
             )
         ]
-    ef = max(int(spec.ann.get("ef_search", 100)), candidates)
+    ef = max(int(spec.ann.get("ef_search", DEFAULT_EF_SEARCH)), candidates)
     settings = Statement(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
         [str(min(ef, 1000))],
