@@ -48,11 +48,22 @@ class Condition:
     value: Any
 
 
+_NUL_ESCAPE = re.compile(r"(?:^|[^\\])(?:\\\\)*\\u0000")
+
+
+def has_nul(json_text: str) -> bool:
+    """Whether JSON text encodes a NUL character (an escaped backslash before ``u0000`` does not)."""
+    return "u0000" in json_text and _NUL_ESCAPE.search(json_text) is not None
+
+
 def _check_json(value: Any, where: str) -> None:
     try:
-        json.dumps(value, allow_nan=False)
+        text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidFilterError(f"filter operand for {where} is not a JSON value: {exc}") from None
+    if has_nul(text):
+        # No stored value can hold NUL (see ops.dump_value), and PostgreSQL cannot parse it.
+        raise InvalidFilterError(f"filter operand for {where} contains a NUL character")
 
 
 def _is_number(v: Any) -> bool:
@@ -76,6 +87,7 @@ def _parse_operand(key: str, op: str, operand: Any) -> Any:
     where = f"{key!r} {op}"
     if op in COMPARISONS:
         if isinstance(operand, str):
+            _check_json(operand, where)
             return operand
         if _is_number(operand):
             if isinstance(operand, float) and not math.isfinite(operand):

@@ -21,7 +21,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langmem_adapters.core.filters import Condition, parse_filter
+from langmem_adapters.core.filters import Condition, has_nul, parse_filter
 from langmem_adapters.errors import InvalidValueError, NonJSONValueError
 
 __all__ = ["Batch", "dump_value", "plan_batch", "validate_key"]
@@ -66,7 +66,7 @@ def dump_value(value: Any) -> str:
         raise NonJSONValueError(f"item value is not JSON-serialisable: {exc}") from None
     except RecursionError:
         raise InvalidValueError("item value is nested too deeply to serialise") from None
-    if "\\u0000" in text:
+    if has_nul(text):
         raise InvalidValueError("item value contains a NUL character, which cannot be stored")
     try:
         text.encode("utf-8")

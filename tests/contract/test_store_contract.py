@@ -654,3 +654,11 @@ def test_put_if_absent_treats_expired_as_absent(make_store: StoreFactory) -> Non
     assert store.get(("t",), "k").value == {"v": 2}
     with pytest.raises(InvalidNamespaceError):
         store.put_if_absent(("a.b",), "k", {"v": 1})
+
+
+def test_backslash_text_that_looks_like_an_escape_roundtrips(make_store: StoreFactory) -> None:
+    store = make_store()
+    value = {"s": "literal \\u0000 and \\\\u0000 text", "\\u0000key": ["\\"]}
+    store.put(("esc",), "k", value)
+    assert store.get(("esc",), "k").value == value  # type: ignore[union-attr]
+    assert [i.key for i in store.search(("esc",), filter={"s": value["s"]})] == ["k"]
