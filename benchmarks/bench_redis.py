@@ -17,6 +17,8 @@ Examples::
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import random
 import sys
@@ -59,12 +61,12 @@ def resolve_url(arg: str | None) -> str:
     return servers.redis_url(modules=True)
 
 
-def server_info(url: str) -> dict[str, str]:
-    """Redis and module versions, under the keys the shared report prints."""
-    client = redis.Redis.from_url(url)
+def server_info(dsn: str) -> dict[str, str]:
+    """Redis and module versions."""
+    client = redis.Redis.from_url(dsn)
     try:
         modules = ", ".join(f"{m[b'name'].decode()} {m[b'ver']}" for m in client.module_list())
-        return {"postgres": f"n/a (Redis {client.info('server')['redis_version']})", "pgvector": f"n/a ({modules})"}
+        return {"redis": str(client.info("server")["redis_version"]), "modules": modules}
     finally:
         client.close()
 
@@ -132,9 +134,9 @@ def install() -> None:
     bench.open_stores = open_stores  # type: ignore[assignment]
     bench.resolve_dsn = resolve_url
     bench.server_info = server_info
-    bench.schema_dsn = lambda url, schema: url
-    bench.reset_schema = lambda url, schema: None
-    bench.analyze = lambda url: None
+    bench.schema_dsn = lambda dsn, schema: dsn
+    bench.reset_schema = lambda dsn, schema: None
+    bench.analyze = lambda dsn: None
     bench.OursStore = _OursFactory  # type: ignore[assignment,misc]
 
 
@@ -142,6 +144,48 @@ class _OursFactory:
     """``OursStore.from_conn_string`` as the 100k phase calls it (fresh prefix per run)."""
 
     from_conn_string = staticmethod(_ours_only)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The phases of :func:`benchmarks.bench_postgres.main` on Redis, with a Redis report header."""
+    cfg = bench.make_config(args)
+    t_start = time.perf_counter()
+    url = resolve_url(args.dsn)
+    runner = bench.Runner(cfg)
+    info = server_info(url)
+    print(f"server: Redis {info['redis']} ({info['modules']}); config: {cfg}", flush=True)
+    report: dict[str, Any] = {"server": info, "config": cfg.__dict__}
+    if not args.only_recall_100k:
+        data = bench.Dataset.build(cfg.n, cfg.namespaces, cfg.seed)
+        matrix = bench.embed_matrix([v["text"] for _, _, v in data.items], cfg.dims)
+        rate_runs: list[bench.Results] = []
+        recall_runs: list[bench.Results] = []
+        for rep in range(cfg.repeat):
+            print(f"[run {rep + 1}/{cfg.repeat}] plain store ...", flush=True)
+            rates = bench.phase_plain(runner, url, data)
+            print(f"[run {rep + 1}/{cfg.repeat}] indexed store ...", flush=True)
+            vrates, recalls = bench.phase_vectors(runner, url, data, matrix)
+            rates.update(vrates)
+            rate_runs.append(rates)
+            recall_runs.append(recalls)
+            print(bench.render(bench.table_rows(rates, recalls), markdown=False), flush=True)
+        rows = bench.table_rows(bench.median_results(rate_runs), bench.median_results(recall_runs))
+        print(f"\nMedian of {cfg.repeat} run(s), N={cfg.n} items in {cfg.namespaces} namespaces, "
+              f"dims={cfg.dims}, batch rows = batches of {bench.BATCH} items/s:")
+        print(bench.render(rows, markdown=args.markdown))
+        report.update({"rows": rows, "runs": rate_runs, "recall_runs": recall_runs})
+    if args.recall_100k or args.only_recall_100k:
+        big = bench.phase_recall_100k(runner, url, args.recall_n)
+        print(f"\nOurs at {args.recall_n:,} items (recall@10 vs numpy exact cosine):")
+        for k, v in big.items():
+            print(f"  {k}: {v:,.3f}" if isinstance(v, float) else f"  {k}: {v}")
+        report["recall_100k"] = big
+    report.update(errors=dict(runner.errors), mismatches=dict(runner.mismatches), messages=runner.messages)
+    report["seconds"] = time.perf_counter() - t_start
+    print(f"\nerrors: {sum(runner.errors.values())} {dict(runner.errors) or ''}")
+    print(f"mismatches: {sum(runner.mismatches.values())} {dict(runner.mismatches) or ''}")
+    print(f"total time: {report['seconds']:.1f} s")
+    return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,11 +198,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--url" in args:
         args[args.index("--url")] = "--dsn"
     install()
-    code = bench.main(args)
+    parsed = bench.parse_args(args)
+    report = run(parsed)
+    if parsed.json_path:
+        with open(parsed.json_path, "w") as fh:
+            json.dump(report, fh, indent=2, default=str)
     if sizes:
         print("\nPlain mode (no modules) sizing:")
-        plain_sizes(resolve_url(None if "--dsn" not in args else args[args.index("--dsn") + 1]), sizes, 128)
-    return code
+        plain_sizes(resolve_url(parsed.dsn), sizes, 128)
+    return 0
 
 
 if __name__ == "__main__":

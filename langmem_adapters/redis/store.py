@@ -1,7 +1,13 @@
 """``RedisStore`` and ``AsyncRedisStore``: LangGraph ``BaseStore``s on redis-py.
 
 Both run the plans of :mod:`langmem_adapters.redis.plan`; they differ only in how a plan's requests
-are executed (blocking pipelines, or awaits on ``redis.asyncio``).
+are executed (blocking pipelines, or awaits on ``redis.asyncio``). Either takes a single-server client
+or a Redis Cluster client (``redis.cluster.RedisCluster`` / ``redis.asyncio.cluster.RedisCluster``).
+
+A lost connection (or a server still loading its data) raises
+:class:`~langmem_adapters.errors.StoreConnectionError` for the batch in flight: its writes ran in one
+Lua script call (one per namespace on a cluster), so they were applied whole or not at all; redis-py
+reconnects on the next call.
 """
 
 from __future__ import annotations
@@ -10,10 +16,12 @@ import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import redis
 import redis.asyncio as aredis
+import redis.asyncio.cluster as acluster
+import redis.cluster
 from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
@@ -26,10 +34,11 @@ from langgraph.store.base import (
     _ensure_ttl,
     _validate_namespace,
 )
-from redis.exceptions import NoScriptError
+from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
 
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis.plan import (
     SCRIPTS,
     Call,
@@ -47,12 +56,30 @@ __all__ = ["AsyncRedisStore", "RedisStore"]
 
 _SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
 ModeOption = Literal["auto", "query_engine", "plain"]
+# Connection lost or refused, timed out, server loading its data (BusyLoadingError is a ConnectionError),
+# cluster slots not served: the server did not run the command, or ran a whole script call.
+_LOST = (redis.ConnectionError, redis.TimeoutError, ClusterDownError)
+
+
+def _lost(exc: Exception) -> StoreConnectionError:
+    return StoreConnectionError(
+        f"lost the connection to Redis during a batch ({type(exc).__name__}: {exc}); its writes run in one "
+        "Lua script call (one per namespace on a Redis Cluster), so they were applied whole or not at all; "
+        "the store reconnects on its next call"
+    )
 
 
 def _args(call: Call) -> tuple[Any, ...]:
     if call.script is None:
         return call.args
     return ("EVALSHA", _SHA[call.script], len(call.keys), *call.keys, *call.args)
+
+
+def _reply(conn: Any) -> Any:
+    try:
+        return conn.read_response()
+    except ResponseError as exc:
+        return exc
 
 
 def _outcome(request: Round, results: list[Any]) -> list[Any]:
@@ -84,6 +111,7 @@ class _RedisConfig:
             raise ValueError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
+        self.cluster = False
 
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
@@ -102,7 +130,7 @@ class RedisStore(_RedisConfig, BaseStore):
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | redis.cluster.RedisCluster,
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
@@ -110,7 +138,9 @@ class RedisStore(_RedisConfig, BaseStore):
         mode: ModeOption = "auto",
     ) -> None:
         self._configure(index, ttl, prefix, mode)
-        self.client = client
+        # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
+        self.client = cast(redis.Redis, client)
+        self.cluster = isinstance(client, redis.cluster.RedisCluster)
         self._sweeper: Sweeper | None = None
 
     @classmethod
@@ -138,12 +168,31 @@ class RedisStore(_RedisConfig, BaseStore):
         finally:
             client.close()
 
+    def _send(self, request: Round) -> list[Any]:
+        """Send a round's commands in one write and read the raw replies (errors as values).
+
+        On a single server this talks to one pooled connection directly: redis-py's pipeline costs
+        more than the round trip itself. Cluster and single-connection clients use a pipeline.
+        """
+        if self.cluster or self.client.connection is not None:
+            pipe = self.client.pipeline(transaction=False)
+            for call in request.calls:
+                pipe.execute_command(*_args(call))
+            return pipe.execute(raise_on_error=False)
+        pool = self.client.connection_pool
+        conn = pool.get_connection()
+        try:
+            conn.send_packed_command(conn.pack_commands([_args(c) for c in request.calls]))
+            return [_reply(conn) for _ in request.calls]
+        except BaseException:
+            conn.disconnect()  # replies may be pending: never reuse it
+            raise
+        finally:
+            pool.release(conn)
+
     def _execute(self, request: Round) -> list[Any]:
-        """Send a round's commands in one pipeline, reloading Lua scripts the server has forgotten."""
-        pipe = self.client.pipeline(transaction=False)
-        for call in request.calls:
-            pipe.execute_command(*_args(call))
-        results = pipe.execute(raise_on_error=False)
+        """Send a round's commands together, reloading Lua scripts the server has forgotten."""
+        results = self._send(request)
         for i in _missing_scripts(request, results):
             call = request.calls[i]
             assert call.script is not None
@@ -168,10 +217,12 @@ class RedisStore(_RedisConfig, BaseStore):
                 request = steps.send(answer)
         except StopIteration as done:
             return done.value
+        except _LOST as exc:
+            raise _lost(exc) from exc
 
     def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = self._run(setup_plan(self.keys, self.index_spec, self.requested_mode))
+        self.mode = self._run(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
 
     def _mode(self) -> Mode:
         if self.mode is None:
@@ -181,7 +232,7 @@ class RedisStore(_RedisConfig, BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._run(plan(self.keys, self._mode(), self.index_spec, ops))
+        return self._run(plan(self.keys, self._mode(), self.index_spec, ops, cluster=self.cluster))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop is never blocked."""
@@ -198,7 +249,7 @@ class RedisStore(_RedisConfig, BaseStore):
     ) -> bool:
         """Create the item only if no live item has this key; True for the one writer that created it."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._run(plan(self.keys, self._mode(), self.index_spec, [op], if_absent=True)))
+        return bool(self._run(plan(self.keys, self._mode(), self.index_spec, [op], if_absent=True, cluster=self.cluster)))
 
     async def aput_if_absent(
         self,
@@ -236,7 +287,7 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
 
     def __init__(
         self,
-        client: aredis.Redis,
+        client: aredis.Redis | acluster.RedisCluster,
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
@@ -244,7 +295,8 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
         mode: ModeOption = "auto",
     ) -> None:
         self._configure(index, ttl, prefix, mode)
-        self.client = client
+        self.client = cast(aredis.Redis, client)
+        self.cluster = isinstance(client, acluster.RedisCluster)
         self._sweeper: AsyncSweeper | None = None
         self._setup_lock = asyncio.Lock()
         try:
@@ -312,6 +364,8 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
                 request = steps.send(answer)
         except StopIteration as done:
             return done.value
+        except _LOST as exc:
+            raise _lost(exc) from exc
 
     def _sync(self, coro: Any) -> Any:
         """Run a coroutine on the store's loop from another thread."""
@@ -331,7 +385,7 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
 
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = await self._run(setup_plan(self.keys, self.index_spec, self.requested_mode))
+        self.mode = await self._run(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
 
     async def _mode(self) -> Mode:
         async with self._setup_lock:
@@ -342,7 +396,7 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._run(plan(self.keys, await self._mode(), self.index_spec, ops))
+        return await self._run(plan(self.keys, await self._mode(), self.index_spec, ops, cluster=self.cluster))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """``abatch`` on the store's event loop, for callers in other threads."""
@@ -360,7 +414,7 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
         """Create the item only if no live item has this key; True for the one writer that created it."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
         mode = await self._mode()
-        return bool(await self._run(plan(self.keys, mode, self.index_spec, [op], if_absent=True)))
+        return bool(await self._run(plan(self.keys, mode, self.index_spec, [op], if_absent=True, cluster=self.cluster)))
 
     def put_if_absent(
         self,

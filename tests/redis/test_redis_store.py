@@ -12,6 +12,7 @@ import redis
 from langgraph.store.base import PutOp
 
 from langmem_adapters.embeddings import HashEmbeddings
+from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
 
@@ -130,7 +131,7 @@ def test_batch_is_all_or_nothing_when_the_connection_drops(modules: bool) -> Non
         def write(store: RedisStore = store, ops: list[PutOp] = ops, errors: list[BaseException] = errors) -> None:
             try:
                 store.batch(ops)
-            except redis.ConnectionError as exc:
+            except StoreConnectionError as exc:
                 errors.append(exc)
 
         thread = threading.Thread(target=write)

@@ -1,0 +1,156 @@
+"""Fault injection: restart Redis under a running workload; nothing acknowledged is lost.
+
+The tests start their own server with the Query Engine and an append-only file fsynced on every
+write (``--appendonly yes --appendfsync always``), and restart it on the same port and directory:
+an in-memory Redis without persistence loses everything on restart by design.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from langgraph.store.base import GetOp, PutOp
+
+from langmem_adapters.errors import StoreConnectionError
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
+from tests import servers
+
+BATCH = 6
+MODES = ["query_engine", "plain"]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[servers.RedisProcess]:
+    srv = servers.RedisProcess(
+        servers.redis_command(modules=True), ["--save", "", "--appendonly", "yes", "--appendfsync", "always"]
+    )
+    yield srv
+    srv.close()
+
+
+def _batch(run: str, b: int) -> list[PutOp]:
+    """A batch over two namespaces: applied by one script call, so whole or not at all."""
+    return [PutOp(("fault", run, f"b{b}", str(j % 2)), f"k{j}", {"b": b, "j": j}) for j in range(BATCH)]
+
+
+def _check(server: servers.RedisProcess, run: str, mode: str, acked: list[int], failed: list[int], before: int) -> None:
+    """Every acknowledged batch is whole, every failed one whole or absent, and work resumed."""
+    assert len(acked) > before, "the store did not recover after the restart"
+    present = set()
+    with RedisStore.from_conn_string(server.url, prefix=run, mode=mode) as store:  # type: ignore[arg-type]
+        for b in acked + failed:
+            found = sum(r is not None for r in store.batch([GetOp(op.namespace, op.key) for op in _batch(run, b)]))
+            if b in acked:
+                assert found == BATCH, f"acknowledged batch {b} lost ({found} of {BATCH} items)"
+            else:
+                assert found in (0, BATCH), f"batch {b} half-applied ({found} of {BATCH} items)"
+            if found:
+                present.add(("fault", run, f"b{b}"))
+        assert set(store.list_namespaces(prefix=("fault", run), max_depth=3, limit=100_000)) == present
+
+
+@pytest.mark.parametrize(("mode", "kill"), [("query_engine", False), ("plain", False), ("plain", True)])
+def test_sync_store_survives_restart(server: servers.RedisProcess, mode: str, kill: bool) -> None:
+    run = f"sync{mode[0]}{int(kill)}"
+    with RedisStore.from_conn_string(server.url, prefix=run, mode=mode) as store:  # type: ignore[arg-type]
+        acked: list[int] = []
+        failed: list[int] = []
+        restarted = threading.Event()
+        before = 0
+
+        def work(offset: int) -> None:
+            for b in range(offset, offset + 100_000, 2):
+                if restarted.is_set() and len(acked) > before + 20:
+                    return
+                try:
+                    store.batch(_batch(run, b))
+                    acked.append(b)
+                except StoreConnectionError:
+                    failed.append(b)
+                    time.sleep(0.05)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        server.restart(kill=kill)
+        before = len(acked)
+        restarted.set()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+    _check(server, run, mode, acked, failed, before)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_async_store_survives_restart(server: servers.RedisProcess, mode: str) -> None:
+    run = f"async{mode[0]}"
+    async with AsyncRedisStore.from_conn_string(server.url, prefix=run, mode=mode) as store:  # type: ignore[arg-type]
+        acked: list[int] = []
+        failed: list[int] = []
+        state = {"restarted": False, "before": 0}
+
+        async def work(offset: int) -> None:
+            for b in range(offset, offset + 100_000, 2):
+                if state["restarted"] and len(acked) > state["before"] + 20:
+                    return
+                try:
+                    await store.abatch(_batch(run, b))
+                    acked.append(b)
+                except StoreConnectionError:
+                    failed.append(b)
+                    await asyncio.sleep(0.05)
+
+        async def fault() -> None:
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(server.restart)
+            state["before"] = len(acked)
+            state["restarted"] = True
+
+        await asyncio.wait_for(asyncio.gather(work(0), work(1), fault()), 90)
+    _check(server, run, mode, acked, failed, int(state["before"]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_connection_error_is_clear_and_store_recovers(server: servers.RedisProcess, mode: str) -> None:
+    """While the server is down each call fails with StoreConnectionError; the same stores work again after."""
+    prefix = f"down{mode[0]}"
+    with RedisStore.from_conn_string(server.url, prefix=prefix, mode=mode) as store:  # type: ignore[arg-type]
+        async with AsyncRedisStore.from_conn_string(server.url, prefix=prefix, mode=mode) as astore:  # type: ignore[arg-type]
+            store.put(("down",), "k", {"v": 1})
+            server.stop()
+            try:
+                with pytest.raises(StoreConnectionError, match="applied whole or not at all") as err:
+                    store.put(("down",), "k2", {"v": 2})
+                assert isinstance(err.value.__cause__, redis.ConnectionError)
+                with pytest.raises(StoreConnectionError, match="reconnects on its next call"):
+                    await astore.aget(("down",), "k")
+            finally:
+                server.start()
+            assert store.get(("down",), "k2") is None
+            store.put(("down",), "k3", {"v": 3})
+            assert (await astore.aget(("down",), "k3")) is not None
+            assert [i.key for i in await astore.asearch(("down",))] == ["k3", "k"]
+
+
+def test_loading_and_timeouts_map_to_store_connection_error(
+    server: servers.RedisProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RedisStore(redis.Redis.from_url(server.url), prefix="loading", mode="plain")
+    store.setup()
+    for exc in (redis.BusyLoadingError("Redis is loading the dataset in memory"), redis.TimeoutError("Timeout")):
+        def fail(request: object, exc: Exception = exc) -> None:
+            raise exc
+
+        monkeypatch.setattr(store, "_execute", fail)
+        with pytest.raises(StoreConnectionError) as err:
+            store.put(("l",), "k", {"v": 1})
+        assert err.value.__cause__ is exc
+    monkeypatch.undo()
+    assert store.get(("l",), "k") is None
+    store.client.close()
