@@ -39,6 +39,7 @@ from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem,
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import Write, plan_batch
+from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
 
 __all__ = ["SCRIPTS", "Call", "Embed", "Keys", "Mode", "Round", "plan", "setup_plan", "sweep_plan"]
@@ -187,16 +188,7 @@ class Round:
     check: bool = True
 
 
-@dataclass(frozen=True)
-class Embed:
-    """Texts to embed: documents, or search queries (``query=True`` uses ``embed_query``)."""
-
-    texts: list[str]
-    query: bool = False
-
-
 Request = Embed | Round
-Plan = Generator[Request, Any, Any]
 
 
 # --------------------------------------------------------------------------- layout

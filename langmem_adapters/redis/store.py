@@ -12,9 +12,8 @@ reconnects on the next call.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Literal, cast
 
@@ -22,30 +21,16 @@ import redis
 import redis.asyncio as aredis
 import redis.asyncio.cluster as acluster
 import redis.cluster
-from langgraph.store.base import (
-    NOT_PROVIDED,
-    BaseStore,
-    IndexConfig,
-    NotProvided,
-    Op,
-    PutOp,
-    Result,
-    TTLConfig,
-    _ensure_ttl,
-    _validate_namespace,
-)
+from langgraph.store.base import IndexConfig, Op, TTLConfig
 from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
 
-from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
-from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis.plan import (
     SCRIPTS,
     Call,
-    Embed,
     Keys,
     Mode,
-    Plan,
     Round,
     plan,
     setup_plan,
@@ -96,31 +81,27 @@ def _missing_scripts(request: Round, results: list[Any]) -> list[int]:
 
 
 class _RedisConfig:
-    """Configuration shared by the sync and async stores."""
+    """What the sync and async Redis stores share beyond the common store base."""
 
-    supports_ttl: bool = True
+    index_spec: Any
 
-    def _configure(
-        self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None, prefix: str, mode: ModeOption
-    ) -> None:
+    def _configure_redis(self, prefix: str, mode: ModeOption) -> None:
         self.keys = Keys(prefix)
-        self.index_spec = IndexSpec.from_config(index) if index is not None else None
-        self.index_config = index
-        self.ttl_config = check_ttl_config(ttl)
         if mode not in ("auto", "query_engine", "plain"):
             raise ValueError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False
 
-    def _if_absent_op(
-        self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
-    ) -> PutOp:
-        _validate_namespace(tuple(namespace))
-        return PutOp(tuple(namespace), str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
+        """The batch plan, detecting the mode first (``setup()``) if the store has not yet."""
+        if self.mode is None:
+            self.mode = yield from setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
+        return (yield from plan(self.keys, self.mode, self.index_spec, ops, if_absent=if_absent, cluster=self.cluster))
 
 
-class RedisStore(_RedisConfig, BaseStore):
+
+class RedisStore(_RedisConfig, SyncStore):
     """A LangGraph store on Redis or Valkey (redis-py, sync).
 
     ``mode="auto"`` uses the Redis Query Engine (Redis 8, Redis Stack) when the server has it and
@@ -137,11 +118,11 @@ class RedisStore(_RedisConfig, BaseStore):
         prefix: str = "langmem",
         mode: ModeOption = "auto",
     ) -> None:
-        self._configure(index, ttl, prefix, mode)
+        self._configure(index, ttl)
+        self._configure_redis(prefix, mode)
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
-        self._sweeper: Sweeper | None = None
 
     @classmethod
     @contextmanager
@@ -206,12 +187,7 @@ class RedisStore(_RedisConfig, BaseStore):
             request = next(steps)
             while True:
                 if isinstance(request, Embed):
-                    spec = self.index_spec
-                    assert spec is not None
-                    if request.query:
-                        answer: Any = [spec.embeddings.embed_query(t) for t in request.texts]
-                    else:
-                        answer = spec.embeddings.embed_documents(request.texts)
+                    answer: Any = self._embed(request)
                 else:
                     answer = self._execute(request)
                 request = steps.send(answer)
@@ -224,61 +200,11 @@ class RedisStore(_RedisConfig, BaseStore):
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
         self.mode = self._run(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
 
-    def _mode(self) -> Mode:
-        if self.mode is None:
-            self.setup()
-        assert self.mode is not None
-        return self.mode
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._run(plan(self.keys, self._mode(), self.index_spec, ops, cluster=self.cluster))
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` in a worker thread, so the event loop is never blocked."""
-        return await asyncio.to_thread(self.batch, list(ops))
-
-    def put_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Create the item only if no live item has this key; True for the one writer that created it."""
-        op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._run(plan(self.keys, self._mode(), self.index_spec, [op], if_absent=True, cluster=self.cluster)))
-
-    async def aput_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Async twin of :meth:`put_if_absent`."""
-        return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
-
     def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
         return int(self._run(sweep_plan(self.keys)))
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep bookkeeping in a daemon thread every interval (argument, else TTLConfig, else 5 minutes)."""
-        if self._sweeper is None:
-            self._sweeper = Sweeper(self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes))
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; True when it has stopped."""
-        sweeper, self._sweeper = self._sweeper, None
-        return sweeper.stop(timeout) if sweeper else True
-
-
-class AsyncRedisStore(_RedisConfig, BaseStore):
+class AsyncRedisStore(_RedisConfig, AsyncStore):
     """The async twin of :class:`RedisStore` on a ``redis.asyncio.Redis`` client.
 
     Sync methods work from other threads (they run on the store's event loop) and raise
@@ -294,15 +220,11 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
         prefix: str = "langmem",
         mode: ModeOption = "auto",
     ) -> None:
-        self._configure(index, ttl, prefix, mode)
+        self._configure(index, ttl)
+        self._configure_redis(prefix, mode)
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
-        self._sweeper: AsyncSweeper | None = None
-        self._setup_lock = asyncio.Lock()
-        try:
-            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self.loop = None
+        self._bind_loop()
 
     @classmethod
     @asynccontextmanager
@@ -347,18 +269,11 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
 
     async def _run(self, steps: Plan) -> Any:
         """Drive a plan with awaits: the same requests as the sync store, executed asynchronously."""
-        if self.loop is None:
-            self.loop = asyncio.get_running_loop()
         try:
             request = next(steps)
             while True:
                 if isinstance(request, Embed):
-                    spec = self.index_spec
-                    assert spec is not None
-                    if request.query:
-                        answer: Any = await asyncio.gather(*(spec.embeddings.aembed_query(t) for t in request.texts))
-                    else:
-                        answer = await spec.embeddings.aembed_documents(request.texts)
+                    answer: Any = await self._aembed(request)
                 else:
                     answer = await self._execute(request)
                 request = steps.send(answer)
@@ -367,77 +282,10 @@ class AsyncRedisStore(_RedisConfig, BaseStore):
         except _LOST as exc:
             raise _lost(exc) from exc
 
-    def _sync(self, coro: Any) -> Any:
-        """Run a coroutine on the store's loop from another thread."""
-        if self.loop is None:
-            coro.close()
-            raise asyncio.InvalidStateError("AsyncRedisStore has no event loop yet; use the async methods")
-        try:
-            if asyncio.get_running_loop() is self.loop:
-                coro.close()
-                raise asyncio.InvalidStateError(
-                    "Synchronous calls to AsyncRedisStore detected in the main event loop. "
-                    "Use the async methods (aget, aput, ...) instead."
-                )
-        except RuntimeError:
-            pass
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = await self._run(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
-
-    async def _mode(self) -> Mode:
-        async with self._setup_lock:
-            if self.mode is None:
-                await self.setup()
-        assert self.mode is not None
-        return self.mode
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._run(plan(self.keys, await self._mode(), self.index_spec, ops, cluster=self.cluster))
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """``abatch`` on the store's event loop, for callers in other threads."""
-        return self._sync(self.abatch(list(ops)))
-
-    async def aput_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Create the item only if no live item has this key; True for the one writer that created it."""
-        op = self._if_absent_op(namespace, key, value, index, ttl)
-        mode = await self._mode()
-        return bool(await self._run(plan(self.keys, mode, self.index_spec, [op], if_absent=True, cluster=self.cluster)))
-
-    def put_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
-        return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))
+        self.mode = await self._drive(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
 
     async def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
-        return int(await self._run(sweep_plan(self.keys)))
-
-    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep bookkeeping in an asyncio task every interval (argument, else TTLConfig, else 5 minutes)."""
-        if self._sweeper is None:
-            self._sweeper = AsyncSweeper(self.sweep_ttl, sweep_interval(self.ttl_config, sweep_interval_minutes))
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper task; True when it has stopped."""
-        sweeper, self._sweeper = self._sweeper, None
-        return await sweeper.stop(timeout) if sweeper else True
+        return int(await self._drive(sweep_plan(self.keys)))
