@@ -151,6 +151,13 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
                 raise TypeError(f"query must be a string, got {type(op.query).__name__}")
             batch.searches.append((i, op, parse_filter(op.filter)))
         elif isinstance(op, ListNamespacesOp):
+            # A bare string path is one label (the official stores would split it into characters).
+            op = op._replace(
+                match_conditions=tuple(
+                    c._replace(path=(c.path,)) if isinstance(c.path, str) else c
+                    for c in op.match_conditions or ()
+                )
+            )
             validate_op_namespace(op)
             _check_count("limit", op.limit)
             _check_count("offset", op.offset)

@@ -8,10 +8,12 @@ results) and supplies ``_plan`` (build one) and ``_run`` (drive one on its clien
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
@@ -46,6 +48,14 @@ class _Store(BaseStore):
     supports_ttl: bool = True
     index_spec: IndexSpec | None
     ttl_config: TTLConfig | None
+    # Errors after which the whole batch was rolled back and may simply run again (e.g. a deadlock).
+    _retryable: tuple[type[Exception], ...] = ()
+    _attempts = 3
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        """The index's embedding model (``None`` without an index), as on the official stores."""
+        return self.index_spec.embeddings if self.index_spec else None
 
     def _configure(self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None) -> None:
         self.index_spec = IndexSpec.from_config(index) if index is not None else None
@@ -89,9 +99,17 @@ class SyncStore(_Store):
         """Delete expired items now; returns how many went."""
         raise NotImplementedError
 
+    def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
+        for attempt in range(self._attempts):
+            try:
+                return self._run(self._plan(ops, if_absent=if_absent))
+            except self._retryable:
+                if attempt == self._attempts - 1:
+                    raise
+
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._run(self._plan(ops))
+        return self._run_retrying(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop is never blocked."""
@@ -111,7 +129,7 @@ class SyncStore(_Store):
         An expired item counts as absent. Racing writers get exactly one True.
         """
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._run(self._plan([op], if_absent=True)))
+        return bool(self._run_retrying([op], if_absent=True))
 
     async def aput_if_absent(
         self,
@@ -125,11 +143,15 @@ class SyncStore(_Store):
         """Async twin of :meth:`put_if_absent`."""
         return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep in a daemon thread every interval (argument, else TTLConfig, else 5 minutes)."""
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep in a daemon thread every interval (argument, else TTLConfig, else 5 minutes); the
+        returned future completes when the sweeper stops."""
         if self._sweeper is None:
             interval = sweep_interval(self.ttl_config, sweep_interval_minutes)
             self._sweeper = Sweeper(self.sweep_ttl, interval)
+        return self._sweeper.done
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; True when it has stopped."""
@@ -160,6 +182,14 @@ class AsyncStore(_Store):
             self.loop = asyncio.get_running_loop()
         return await self._run(steps)
 
+    async def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
+        for attempt in range(self._attempts):
+            try:
+                return await self._drive(self._plan(ops, if_absent=if_absent))
+            except self._retryable:
+                if attempt == self._attempts - 1:
+                    raise
+
     async def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many went."""
         raise NotImplementedError
@@ -184,7 +214,7 @@ class AsyncStore(_Store):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._drive(self._plan(ops))
+        return await self._run_retrying(list(ops))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """``abatch`` on the store's event loop, for callers in other threads."""
@@ -201,7 +231,7 @@ class AsyncStore(_Store):
     ) -> bool:
         """Create the item only if no live item has this key; True for the one writer that created it."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(await self._drive(self._plan([op], if_absent=True)))
+        return bool(await self._run_retrying([op], if_absent=True))
 
     def put_if_absent(
         self,
@@ -215,11 +245,15 @@ class AsyncStore(_Store):
         """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
         return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))
 
-    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep in an asyncio task every interval (argument, else TTLConfig, else 5 minutes)."""
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep in an asyncio task every interval (argument, else TTLConfig, else 5 minutes); returns
+        the task."""
         if self._sweeper is None:
             interval = sweep_interval(self.ttl_config, sweep_interval_minutes)
             self._sweeper = AsyncSweeper(self.sweep_ttl, interval)
+        return self._sweeper.task
 
     async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper task; True when it has stopped."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import math
 import threading
@@ -43,9 +44,13 @@ def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
 
 
 class Sweeper:
-    """A daemon thread that calls ``sweep`` every ``interval`` seconds until stopped."""
+    """A daemon thread that calls ``sweep`` every ``interval`` seconds until stopped.
+
+    ``done`` is a future that completes when the thread ends (what the official stores return).
+    """
 
     def __init__(self, sweep: Callable[[], int], interval: float) -> None:
+        self.done: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(sweep, interval), daemon=True, name="ttl-sweeper"
@@ -59,6 +64,7 @@ class Sweeper:
                 logger.debug("TTL sweep removed %d items", removed)
             except Exception:
                 logger.exception("TTL sweep failed; retrying at the next interval")
+        self.done.set_result(None)
 
     def stop(self, timeout: float | None = None) -> bool:
         """Ask the thread to stop; True when it ended within ``timeout``."""

@@ -417,9 +417,8 @@ def _write_statements(
 ) -> tuple[list[Statement], list[Statement]]:
     """Item statements (deletes, namespace registration, upserts) and the vector replacement after them."""
     statements: list[Statement] = []
-    writes = sorted(
-        writes, key=lambda w: (w.namespace, w.key)
-    )  # one lock order: no deadlocks between batches
+    # One lock order for every statement (the stored text order): concurrent batches cannot deadlock.
+    writes = sorted(writes, key=lambda w: (nsp.join(w.namespace), w.key))
     deletes = [w for w in writes if w.value_json is None]
     puts = [w for w in writes if w.value_json is not None]
     if deletes:
@@ -643,12 +642,18 @@ def plan(
 
 
 def _refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:
-    """Extend each read item's expiry by its own TTL."""
+    """Extend each read item's expiry by its own TTL.
+
+    Best effort and never blocking: rows are locked in key order and rows another transaction holds
+    are skipped (that writer sets a fresh expiry itself), so concurrent refreshes cannot deadlock.
+    """
     source, params = _rows(KEY, keys)
     return Statement(
+        f"WITH due AS (SELECT s.ns, s.key FROM {t.store} s JOIN {source} ON s.ns = r.ns AND s.key = r.key "
+        f"WHERE s.ttl_minutes IS NOT NULL AND {LIVE.format(a='s')} "
+        f"ORDER BY s.ns, s.key FOR UPDATE OF s SKIP LOCKED) "
         f"UPDATE {t.store} s SET expires_at = now() + s.ttl_minutes * interval '1 minute' "
-        f"FROM {source} "
-        f"WHERE s.ns = r.ns AND s.key = r.key AND s.ttl_minutes IS NOT NULL AND {LIVE.format(a='s')}",
+        f"FROM due WHERE s.ns = due.ns AND s.key = due.key",
         params,
         fetch=False,
     )

@@ -16,7 +16,7 @@ import psycopg
 from langgraph.store.base import IndexConfig, Op, TTLConfig
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
 from langmem_adapters.errors import StoreConnectionError
@@ -67,6 +67,11 @@ class _PostgresConfig:
     tables: Tables
     index_spec: Any
     ttl_config: TTLConfig | None
+    # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
+    _retryable: tuple[type[Exception], ...] = (
+        psycopg.errors.DeadlockDetected,
+        psycopg.errors.SerializationFailure,
+    )
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
         return plan(self.tables, self.index_spec, self.ttl_config, ops, if_absent=if_absent)
@@ -105,6 +110,11 @@ def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
 
 def _lost(conn: Any, exc: psycopg.OperationalError) -> StoreConnectionError | None:
     """``StoreConnectionError`` when ``exc`` means the connection is gone (or never came)."""
+    if isinstance(exc, PoolTimeout):
+        return StoreConnectionError(
+            f"no pooled PostgreSQL connection became free in time ({str(exc).strip()}); nothing of the "
+            "batch was sent; raise pool_config max_size or lower the concurrency"
+        )
     if conn is None or conn.broken or conn.closed:
         return StoreConnectionError(
             f"lost the connection to PostgreSQL during a batch ({str(exc).strip()}); the batch ran in one "
@@ -161,12 +171,16 @@ class PostgresStore(_PostgresConfig, SyncStore):
         index: PostgresIndexConfig | None = None,
         ttl: TTLConfig | None = None,
         table_prefix: str = "langmem",
+        pipe: Any = None,
     ) -> None:
+        """``pipe`` is accepted for compatibility with the official store and not needed: every
+        round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
         self.tables = Tables(table_prefix)
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = threading.Lock()
+        self._slots = threading.Semaphore(conn.max_size if isinstance(conn, ConnectionPool) else 1)
 
     @classmethod
     @contextmanager
@@ -178,10 +192,12 @@ class PostgresStore(_PostgresConfig, SyncStore):
         ttl: TTLConfig | None = None,
         pool_config: PoolConfig | None = None,
         table_prefix: str = "langmem",
+        pipeline: bool = False,
     ) -> Iterator[PostgresStore]:
         """Connect (one connection, or a pool with ``pool_config``) and yield a store; closes on exit.
 
         A TTL sweeper starts when ``ttl["sweep_interval_minutes"]`` is set and stops on exit.
+        ``pipeline`` is accepted for compatibility with the official store; batches always pipeline.
         """
         with ExitStack() as stack:
             conn: psycopg.Connection[Any] | ConnectionPool[Any]
@@ -210,7 +226,8 @@ class PostgresStore(_PostgresConfig, SyncStore):
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         if isinstance(self.conn, ConnectionPool):
-            with self.conn.connection() as conn:
+            # Queue here, without a deadline, rather than in the pool, whose wait times out.
+            with self._slots, self.conn.connection() as conn:
                 yield conn
         else:
             with self._lock:
@@ -276,12 +293,18 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         index: PostgresIndexConfig | None = None,
         ttl: TTLConfig | None = None,
         table_prefix: str = "langmem",
+        pipe: Any = None,
     ) -> None:
+        """``pipe`` is accepted for compatibility with the official store and not needed: every
+        round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
         self.tables = Tables(table_prefix)
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(
+            conn.max_size if isinstance(conn, AsyncConnectionPool) else 1
+        )
         self._bind_loop()
 
     @classmethod
@@ -294,6 +317,7 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         ttl: TTLConfig | None = None,
         pool_config: PoolConfig | None = None,
         table_prefix: str = "langmem",
+        pipeline: bool = False,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """Async context manager twin of :meth:`PostgresStore.from_conn_string`."""
         async with AsyncExitStack() as stack:
@@ -323,7 +347,9 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         if isinstance(self.conn, AsyncConnectionPool):
-            async with self.conn.connection() as conn:
+            # Queue here, without a deadline, rather than in the pool, whose wait times out: many
+            # concurrent tasks then take turns instead of failing with PoolTimeout.
+            async with self._slots, self.conn.connection() as conn:
                 yield conn
         else:
             async with self._lock:

@@ -111,7 +111,7 @@ class RedisStore(_RedisConfig, SyncStore):
 
     def __init__(
         self,
-        client: redis.Redis | redis.cluster.RedisCluster,
+        client: redis.Redis | redis.cluster.RedisCluster | str,
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
@@ -121,6 +121,8 @@ class RedisStore(_RedisConfig, SyncStore):
         self._configure(index, ttl)
         self._configure_redis(prefix, mode)
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
+        if isinstance(client, str):  # a URL, as the official stores accept
+            client = redis.Redis.from_url(client)
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
 
@@ -213,7 +215,7 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
 
     def __init__(
         self,
-        client: aredis.Redis | acluster.RedisCluster,
+        client: aredis.Redis | acluster.RedisCluster | str,
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
@@ -222,6 +224,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
     ) -> None:
         self._configure(index, ttl)
         self._configure_redis(prefix, mode)
+        if isinstance(client, str):  # a URL, like the official AsyncRedisStore(redis_url)
+            client = aredis.Redis.from_url(client)
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         self._bind_loop()

@@ -230,3 +230,30 @@ def test_index_kinds_vector_types_and_distances(
         page2 = store.search(("k",), query="topic2 words 7", limit=12, offset=12)
         assert not {h.key for h in hits} & {h.key for h in page2} and len(page2) == 12
         assert len(store.search(("k", "n1"), query="topic2", limit=50)) == 20
+
+
+def test_pooled_concurrent_refreshes_and_writes_do_not_deadlock(dsn: str) -> None:
+    ttl: Any = {"default_ttl": 5, "refresh_on_read": True}
+    with PostgresStore.from_conn_string(dsn, ttl=ttl, pool_config={"max_size": 6}) as store:
+        store.batch([PutOp(("ttl",), f"k{i}", {"i": i}, ttl=5) for i in range(60)])
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def worker(w: int) -> None:
+            rng = random.Random(w)
+            try:
+                while not stop.is_set():
+                    store.search(("ttl",), limit=60)
+                    keys = rng.sample(range(60), 10)
+                    store.batch([PutOp(("ttl",), f"k{k}", {"w": w}, ttl=5) for k in keys])
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(w,)) for w in range(6)]
+        for t in threads:
+            t.start()
+        threading.Event().wait(3)
+        stop.set()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors[:2]
