@@ -23,6 +23,7 @@ from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.queries import (
     Round,
     Tables,
+    VectorStats,
     plan,
     setup_plan,
     sweep_statements,
@@ -65,6 +66,7 @@ class _PostgresConfig:
     """What the sync and async Postgres stores share beyond the common store base."""
 
     tables: Tables
+    _stats: VectorStats
     index_spec: Any
     ttl_config: TTLConfig | None
     # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
@@ -74,7 +76,7 @@ class _PostgresConfig:
     )
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
-        return plan(self.tables, self.index_spec, self.ttl_config, ops, if_absent=if_absent)
+        return plan(self.tables, self.index_spec, ops, if_absent=if_absent, stats=self._stats)
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
@@ -177,6 +179,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
         round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
         self.tables = Tables(table_prefix)
+        self._stats = VectorStats()
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = threading.Lock()
@@ -299,6 +302,7 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
         self.tables = Tables(table_prefix)
+        self._stats = VectorStats()
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = asyncio.Lock()

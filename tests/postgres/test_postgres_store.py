@@ -139,6 +139,7 @@ def test_vector_search_uses_ann_index_and_has_high_recall(dsn: str) -> None:
         from langgraph.store.base import SearchOp
 
         (st,) = _vector_search(
+            100,
             Tables("langmem"),
             spec,
             SearchOp(("r",), None, 10, 0, "q"),
