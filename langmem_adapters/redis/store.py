@@ -47,6 +47,8 @@ _LOST = (redis.ConnectionError, redis.TimeoutError, ClusterDownError)
 
 
 def _lost(exc: Exception) -> StoreConnectionError:
+    if isinstance(exc, redis.AuthenticationError):
+        return StoreConnectionError(f"Redis refused the credentials ({exc}); nothing was sent")
     return StoreConnectionError(
         f"lost the connection to Redis during a batch ({type(exc).__name__}: {exc}); its writes run in one "
         "Lua script call (one per namespace on a Redis Cluster), so they were applied whole or not at all; "
@@ -77,13 +79,22 @@ def _outcome(request: Round, results: list[Any]) -> list[Any]:
 
 def _missing_scripts(request: Round, results: list[Any]) -> list[int]:
     """Positions of script calls that failed with NOSCRIPT: they did not run and are safe to resend."""
-    return [i for i, r in enumerate(results) if isinstance(r, NoScriptError) and request.calls[i].script]
+    return [
+        i for i, r in enumerate(results) if isinstance(r, NoScriptError) and request.calls[i].script
+    ]
 
 
 class _RedisConfig:
     """What the sync and async Redis stores share beyond the common store base."""
 
     index_spec: Any
+
+    def __repr__(self) -> str:
+        """Where the store points, never with credentials (safe to log or show in a notebook)."""
+        client: Any = getattr(self, "client", None)
+        kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+        where = f"host={kwargs.get('host')!r}, port={kwargs.get('port')!r}, " if kwargs else ""
+        return f"{type(self).__name__}({where}prefix={self.keys.prefix!r}, mode={self.mode!r})"
 
     def _configure_redis(self, prefix: str, mode: ModeOption) -> None:
         self.keys = Keys(prefix)
@@ -96,9 +107,19 @@ class _RedisConfig:
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
         """The batch plan, detecting the mode first (``setup()``) if the store has not yet."""
         if self.mode is None:
-            self.mode = yield from setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
-        return (yield from plan(self.keys, self.mode, self.index_spec, ops, if_absent=if_absent, cluster=self.cluster))
-
+            self.mode = yield from setup_plan(
+                self.keys, self.index_spec, self.requested_mode, self.cluster
+            )
+        return (
+            yield from plan(
+                self.keys,
+                self.mode,
+                self.index_spec,
+                ops,
+                if_absent=if_absent,
+                cluster=self.cluster,
+            )
+        )
 
 
 class RedisStore(_RedisConfig, SyncStore):
@@ -200,11 +221,14 @@ class RedisStore(_RedisConfig, SyncStore):
 
     def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = self._run(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
+        self.mode = self._run(
+            setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
+        )
 
     def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
         return int(self._run(sweep_plan(self.keys)))
+
 
 class AsyncRedisStore(_RedisConfig, AsyncStore):
     """The async twin of :class:`RedisStore` on a ``redis.asyncio.Redis`` client.
@@ -246,7 +270,9 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         The client's pool blocks when all its connections are busy, so many concurrent tasks queue
         instead of failing with ``MaxConnectionsError``.
         """
-        client = aredis.Redis.from_pool(aredis.BlockingConnectionPool.from_url(url, max_connections=64))
+        client = aredis.Redis.from_pool(
+            aredis.BlockingConnectionPool.from_url(url, max_connections=64)
+        )
         try:
             store = cls(client, index=index, ttl=ttl, prefix=prefix, mode=mode)
             await store.setup()
@@ -288,7 +314,9 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
 
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = await self._drive(setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster))
+        self.mode = await self._drive(
+            setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
+        )
 
     async def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
