@@ -622,12 +622,18 @@ def plan(
         statements.append(_list_statement(t, list_op))
     n_reads = len(statements)
     item_writes, vector_writes = _write_statements(t, spec, batch.writes, vectors, if_absent)
-    statements += item_writes
-    if not if_absent:
-        statements += vector_writes
-    if not statements:
+    writes = item_writes if if_absent else item_writes + vector_writes
+    # An exact fallback query runs in a later round; when the batch also writes, send the reads
+    # first so that every read of the batch sees the state before its writes.
+    reads_first = bool(writes) and any(n is not None for *_, n in searches)
+    if not statements and not writes:
         return results
-    rows = yield Round(statements, tx=if_absent)
+    if reads_first:
+        rows = yield Round(statements)
+        write_rows: list[Any] = []
+    else:
+        rows = yield Round(statements + writes, tx=if_absent)
+        write_rows = rows[n_reads:]
 
     refresh: dict[tuple[str, str], None] = {}
 
@@ -662,11 +668,13 @@ def plan(
             track(r, op.refresh_ttl)
     for i, pos in lists:
         results[i] = [tuple(r[0]) for r in rows[pos]]
+    if reads_first:
+        yield Round(writes)
     if refresh:
         yield Round([_refresh_statement(t, list(refresh))])
     if if_absent:
         # Only a created item gets vectors: a live item that won the race keeps its own.
-        created = bool(rows[n_reads])
+        created = bool(write_rows[0])
         if created and vector_writes:
             yield Round(vector_writes)
         return created
