@@ -109,7 +109,9 @@ class Location:
         except ImportError as exc:
             raise CLIError(str(exc)) from None
         except Exception as exc:  # pgserver reports initdb/start failures with various types
-            raise CLIError(f"cannot start the embedded PostgreSQL in {self.data_dir}: {_first_line(exc)}") from None
+            raise CLIError(
+                f"cannot start the embedded PostgreSQL in {self.data_dir}: {_first_line(exc)}"
+            ) from None
 
 
 def _mask(url: str) -> str:
@@ -124,7 +126,9 @@ def _mask(url: str) -> str:
 def parse_location(url: str) -> Location:
     """Parse a store URL (see the module docstring); raises ``CLIError`` (usage) for anything else."""
     if url == "embedded" or url.startswith("embedded:"):
-        path = Path(url[len("embedded:") :]).expanduser() if url != "embedded" else default_data_dir()
+        path = (
+            Path(url[len("embedded:") :]).expanduser() if url != "embedded" else default_data_dir()
+        )
         if not str(path):
             raise CLIError("embedded:PATH needs a directory, e.g. embedded:./memory-db", USAGE)
         return Location("postgres", "", f"embedded:{path}", data_dir=path)
@@ -137,12 +141,17 @@ def parse_location(url: str) -> Location:
         query = parse_qsl(parts.query, keep_blank_values=True)
         prefix = next((v for k, v in query if k == "table_prefix"), "langmem")
         if official and prefix != "langmem":
-            raise CLIError("table_prefix does not apply to official+postgresql:// (its table is 'store')", USAGE)
+            raise CLIError(
+                "table_prefix does not apply to official+postgresql:// (its table is 'store')",
+                USAGE,
+            )
         try:
             Tables(prefix)
         except ValueError as exc:
             raise CLIError(str(exc), USAGE) from None
-        conn_url = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "table_prefix"])))
+        conn_url = urlunsplit(
+            parts._replace(query=urlencode([(k, v) for k, v in query if k != "table_prefix"]))
+        )
         kind = "official-postgres" if official else "postgres"
         return Location(kind, conn_url, _mask(url), table_prefix=prefix)
     if base in ("redis", "rediss"):
@@ -150,9 +159,15 @@ def parse_location(url: str) -> Location:
         query = parse_qsl(parts.query, keep_blank_values=True)
         prefix = next((v for k, v in query if k == "prefix"), "langmem")
         if official and prefix != "langmem":
-            raise CLIError("prefix does not apply to official+redis:// (its keys are store:<ULID>)", USAGE)
-        conn_url = urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != "prefix"])))
-        return Location("official-redis" if official else "redis", conn_url, _mask(url), table_prefix=prefix)
+            raise CLIError(
+                "prefix does not apply to official+redis:// (its keys are store:<ULID>)", USAGE
+            )
+        conn_url = urlunsplit(
+            parts._replace(query=urlencode([(k, v) for k, v in query if k != "prefix"]))
+        )
+        return Location(
+            "official-redis" if official else "redis", conn_url, _mask(url), table_prefix=prefix
+        )
     raise CLIError(
         f"unsupported store URL {_mask(url)!r}: use postgresql://..., redis://..., embedded[:PATH], "
         "or official+postgresql:// / official+redis:// as a migrate source",
@@ -221,7 +236,9 @@ class Record:
             raise CLIError(f"{where}: not valid JSON ({exc.msg})") from None
         if not isinstance(data, dict):
             raise CLIError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        missing = [f for f in ("namespace", "key", "value", "created_at", "updated_at") if f not in data]
+        missing = [
+            f for f in ("namespace", "key", "value", "created_at", "updated_at") if f not in data
+        ]
         if missing:
             raise CLIError(f"{where}: missing {', '.join(missing)}")
         ns, key, value, ttl = data["namespace"], data["key"], data["value"], data.get("ttl_minutes")
@@ -231,7 +248,9 @@ class Record:
             raise CLIError(f"{where}: key must be a string")
         if not isinstance(value, dict):
             raise CLIError(f"{where}: value must be a JSON object")
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0
+        ):
             raise CLIError(f"{where}: ttl_minutes must be a positive number or null")
         expires = data.get("expires_at")
         return cls(
@@ -261,7 +280,9 @@ class Source:
         """How many live items there are (for progress bars)."""
         raise NotImplementedError
 
-    def pages(self, after: Cursor | None = None, size: int = PAGE) -> Iterator[tuple[Cursor, list[Record]]]:
+    def pages(
+        self, after: Cursor | None = None, size: int = PAGE
+    ) -> Iterator[tuple[Cursor, list[Record]]]:
         """Live items in the source's order, after ``after``; each page comes with its last cursor."""
         raise NotImplementedError
 
@@ -296,27 +317,35 @@ class PostgresBackend(Backend):
 
     store: PostgresStore
 
-    def __init__(self, location: Location, conn: psycopg.Connection[Any], store: PostgresStore) -> None:
+    def __init__(
+        self, location: Location, conn: psycopg.Connection[Any], store: PostgresStore
+    ) -> None:
         self.location = location
         self.conn = conn
         self.store = store
         self.tables = store.tables
 
     def has_tables(self) -> bool:
-        row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", [self.tables.store]).fetchone()
+        row = self.conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", [self.tables.store]
+        ).fetchone()
         return bool(row and row[0])
 
     def has_vectors(self) -> bool:
         spec = self.store.index_spec
         if spec is None:
             return True
-        row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL", [self.tables.vectors(spec)]).fetchone()
+        row = self.conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", [self.tables.vectors(spec)]
+        ).fetchone()
         return bool(row and row[0])
 
     _LIVE = "(expires_at IS NULL OR expires_at > now())"
 
     def count(self) -> int:
-        row = self.conn.execute(f"SELECT count(*) FROM {self.tables.store} WHERE {self._LIVE}").fetchone()
+        row = self.conn.execute(
+            f"SELECT count(*) FROM {self.tables.store} WHERE {self._LIVE}"
+        ).fetchone()
         return int(row[0]) if row else 0
 
     def namespace_counts(self) -> dict[tuple[str, ...], int]:
@@ -325,7 +354,9 @@ class PostgresBackend(Backend):
         ).fetchall()
         return {_ns_split(ns): int(n) for ns, n in rows}
 
-    def pages(self, after: Cursor | None = None, size: int = PAGE) -> Iterator[tuple[Cursor, list[Record]]]:
+    def pages(
+        self, after: Cursor | None = None, size: int = PAGE
+    ) -> Iterator[tuple[Cursor, list[Record]]]:
         cursor = list(after) if after else ["", ""]
         while True:
             rows = self.conn.execute(
@@ -337,7 +368,10 @@ class PostgresBackend(Backend):
             if not rows:
                 return
             cursor = [rows[-1][0], rows[-1][1]]
-            yield cursor, [Record(_ns_split(r[0]), r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+            yield (
+                cursor,
+                [Record(_ns_split(r[0]), r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows],
+            )
 
     def write(self, records: Sequence[Record]) -> None:
         if not records:
@@ -399,7 +433,9 @@ class RedisBackend(Backend):
     def count(self) -> int:
         return sum(len(self._item_keys(ns)) for ns in self._namespaces())
 
-    def pages(self, after: Cursor | None = None, size: int = PAGE) -> Iterator[tuple[Cursor, list[Record]]]:
+    def pages(
+        self, after: Cursor | None = None, size: int = PAGE
+    ) -> Iterator[tuple[Cursor, list[Record]]]:
         wanted: list[tuple[str, str]] = []
         for ns in self._namespaces():
             if after and ns < after[0]:
@@ -431,17 +467,28 @@ class RedisBackend(Backend):
             if meta is None:
                 return None
         m = json.loads(meta)
-        expires = None if int(x) >= self.no_expiry else datetime.fromtimestamp(int(x) / 1000, timezone.utc)
+        expires = (
+            None
+            if int(x) >= self.no_expiry
+            else datetime.fromtimestamp(int(x) / 1000, timezone.utc)
+        )
         return Record(
-            namespace=tuple(m["ns"]), key=m["k"], value=m["v"], created_at=_from_us(int(created)),
-            updated_at=_from_us(int(m["u"])), expires_at=expires, ttl_minutes=m["l"],
+            namespace=tuple(m["ns"]),
+            key=m["k"],
+            value=m["v"],
+            created_at=_from_us(int(created)),
+            updated_at=_from_us(int(m["u"])),
+            expires_at=expires,
+            ttl_minutes=m["l"],
         )
 
     def write(self, records: Sequence[Record]) -> None:
         if not records:
             return
         index: Literal[False] | None = None if self.store.index_spec is not None else False
-        self.store.batch([PutOp(r.namespace, r.key, r.value, index=index, ttl=r.ttl_minutes) for r in records])
+        self.store.batch(
+            [PutOp(r.namespace, r.key, r.value, index=index, ttl=r.ttl_minutes) for r in records]
+        )
         items = [self.keys.item(".".join(r.namespace), r.key) for r in records]
         pipe = self.client.pipeline(transaction=False)
         for item in items:
@@ -449,15 +496,31 @@ class RedisBackend(Backend):
                 pipe.execute_command("JSON.GET", item, "$.m")
             else:
                 pipe.hget(item, "m")
-        metas = [json.loads(json.loads(m)[0]) if self.json_mode else json.loads(m) for m in pipe.execute()]
+        metas = [
+            json.loads(json.loads(m)[0]) if self.json_mode else json.loads(m)
+            for m in pipe.execute()
+        ]
         pipe = self.client.pipeline(transaction=True)
         for r, item, m in zip(records, items, metas):
             m["u"], m["l"] = _to_us(r.updated_at), r.ttl_minutes
             meta, created = json.dumps(m, ensure_ascii=False), _to_us(r.created_at)
             x = self.no_expiry if r.expires_at is None else int(r.expires_at.timestamp() * 1000)
             if self.json_mode:
-                pipe.execute_command("JSON.MSET", item, "$.m", json.dumps(meta), item, "$.c", created,
-                                     item, "$.u", m["u"], item, "$.x", x)
+                pipe.execute_command(
+                    "JSON.MSET",
+                    item,
+                    "$.m",
+                    json.dumps(meta),
+                    item,
+                    "$.c",
+                    created,
+                    item,
+                    "$.u",
+                    m["u"],
+                    item,
+                    "$.x",
+                    x,
+                )
             else:
                 pipe.hset(item, mapping={"m": meta, "c": created, "x": x})
             if r.expires_at is None:
@@ -502,12 +565,14 @@ class OfficialPostgresSource(Source):
         row = self.conn.execute(f"SELECT count(*) FROM store WHERE {self._LIVE}").fetchone()
         return int(row[0]) if row else 0
 
-    def pages(self, after: Cursor | None = None, size: int = PAGE) -> Iterator[tuple[Cursor, list[Record]]]:
+    def pages(
+        self, after: Cursor | None = None, size: int = PAGE
+    ) -> Iterator[tuple[Cursor, list[Record]]]:
         cursor = list(after) if after else ["", ""]
         while True:
             rows = self.conn.execute(
-                'SELECT prefix, key, value, coalesce(created_at, now()), coalesce(updated_at, now()), '
-                f'expires_at, ttl_minutes FROM store WHERE {self._LIVE} '
+                "SELECT prefix, key, value, coalesce(created_at, now()), coalesce(updated_at, now()), "
+                f"expires_at, ttl_minutes FROM store WHERE {self._LIVE} "
                 'AND (prefix COLLATE "C", key COLLATE "C") > (%s, %s) '
                 'ORDER BY prefix COLLATE "C", key COLLATE "C" LIMIT %s',
                 [cursor[0], cursor[1], size],
@@ -515,10 +580,21 @@ class OfficialPostgresSource(Source):
             if not rows:
                 return
             cursor = [rows[-1][0], rows[-1][1]]
-            yield cursor, [
-                Record(_ns_split(r[0]), r[1], r[2], r[3], r[4], r[5], None if r[6] is None else float(r[6]))
-                for r in rows
-            ]
+            yield (
+                cursor,
+                [
+                    Record(
+                        _ns_split(r[0]),
+                        r[1],
+                        r[2],
+                        r[3],
+                        r[4],
+                        r[5],
+                        None if r[6] is None else float(r[6]),
+                    )
+                    for r in rows
+                ],
+            )
 
 
 _UNESCAPE = re.compile(r"\\(.)")
@@ -540,7 +616,9 @@ class OfficialRedisSource(Source):
     def count(self) -> int:
         return len(self._keys)
 
-    def pages(self, after: Cursor | None = None, size: int = PAGE) -> Iterator[tuple[Cursor, list[Record]]]:
+    def pages(
+        self, after: Cursor | None = None, size: int = PAGE
+    ) -> Iterator[tuple[Cursor, list[Record]]]:
         keys = self._keys[bisect.bisect_right(self._keys, after[0]) :] if after else self._keys
         for start in range(0, len(keys), size):
             chunk = keys[start : start + size]
@@ -552,7 +630,9 @@ class OfficialRedisSource(Source):
             records = []
             for k, doc, pttl in zip(chunk, replies[0::2], replies[1::2]):
                 if isinstance(doc, Exception):
-                    raise CLIError(f"cannot read {k} from {self.location.display}: {_first_line(doc)}")
+                    raise CLIError(
+                        f"cannot read {k} from {self.location.display}: {_first_line(doc)}"
+                    )
                 if doc is None:  # expired or deleted since the scan
                     continue
                 records.append(self._record(json.loads(doc), pttl))
@@ -564,7 +644,9 @@ class OfficialRedisSource(Source):
             return datetime.fromtimestamp(int(us) / 1_000_000, timezone.utc)
 
         ttl = doc.get("ttl_minutes")
-        expires = datetime.now(timezone.utc) + timedelta(milliseconds=pttl) if pttl and pttl > 0 else None
+        expires = (
+            datetime.now(timezone.utc) + timedelta(milliseconds=pttl) if pttl and pttl > 0 else None
+        )
         return Record(
             namespace=tuple(_UNESCAPE.sub(r"\1", doc["prefix"]).split(".")),
             key=doc["key"],
@@ -595,15 +677,19 @@ def parse_embed(spec: str | None, fields: Sequence[str] | None = None) -> dict[s
         dims = int(dims_text)
     else:
         if ":" not in spec:
-            raise CLIError(f"--embed must be none, hash[:DIMS] or provider:model, got {spec!r}", USAGE)
+            raise CLIError(
+                f"--embed must be none, hash[:DIMS] or provider:model, got {spec!r}", USAGE
+            )
         try:
             from langchain.embeddings import init_embeddings
 
             embeddings = init_embeddings(spec)
             dims = len(embeddings.embed_query("dimension probe"))
         except ImportError as exc:
-            raise CLIError(f"--embed {spec} needs LangChain and the provider's package (pip install "
-                           f"langchain langchain-<provider>): {_first_line(exc)}") from None
+            raise CLIError(
+                f"--embed {spec} needs LangChain and the provider's package (pip install "
+                f"langchain langchain-<provider>): {_first_line(exc)}"
+            ) from None
         except Exception as exc:  # provider packages raise their own types for missing keys etc.
             raise CLIError(f"cannot use embeddings {spec!r}: {_first_line(exc)}") from None
     return {"dims": dims, "embed": embeddings, "fields": list(fields or ["$"])}
@@ -613,7 +699,9 @@ def parse_embed(spec: str | None, fields: Sequence[str] | None = None) -> dict[s
 def open_source(location: Location) -> Iterator[Source]:
     """A readable source for ``export`` and ``migrate --from`` (this package's stores or official data)."""
     if location.kind == "official-postgres":
-        with psycopg.connect(location.url, connect_timeout=CONNECT_TIMEOUT, autocommit=True) as conn:
+        with psycopg.connect(
+            location.url, connect_timeout=CONNECT_TIMEOUT, autocommit=True
+        ) as conn:
             yield OfficialPostgresSource(location, conn)
     elif location.kind == "official-redis":
         client = redis.Redis.from_url(location.url, socket_connect_timeout=CONNECT_TIMEOUT)
@@ -645,14 +733,18 @@ def open_backend(
         if create:
             store.setup()
         elif not backend.has_tables():
-            raise CLIError(f"{location.display} holds no langmem store (no table {store.tables.store})")
+            raise CLIError(
+                f"{location.display} holds no langmem store (no table {store.tables.store})"
+            )
         elif not backend.has_vectors():
             store.setup()  # the vector table for this embedder size; harmless on an existing store
         yield backend
 
 
 @contextlib.contextmanager
-def _open_redis(location: Location, index: dict[str, Any] | None, *, create: bool) -> Iterator[Backend]:
+def _open_redis(
+    location: Location, index: dict[str, Any] | None, *, create: bool
+) -> Iterator[Backend]:
     client = redis.Redis.from_url(location.url, socket_connect_timeout=CONNECT_TIMEOUT)
     try:
         store = RedisStore(client, index=index, prefix=location.table_prefix)  # type: ignore[arg-type]
@@ -681,7 +773,12 @@ class Ctx:
         if self.quiet:
             yield lambda n: None
             return
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
+        columns = [
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+        ]
         with Progress(*columns, console=self.err, transient=False) as bar:
             task = bar.add_task(description, total=total)
             yield lambda n: bar.advance(task, n)
@@ -715,9 +812,11 @@ def _parse_filter(text: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CLIError(f"--filter is not valid JSON: {exc.msg} (e.g. '{{\"kind\": \"fact\"}}')", USAGE) from None
+        raise CLIError(
+            f'--filter is not valid JSON: {exc.msg} (e.g. \'{{"kind": "fact"}}\')', USAGE
+        ) from None
     if not isinstance(value, dict):
-        raise CLIError("--filter must be a JSON object, e.g. '{\"kind\": \"fact\"}'", USAGE)
+        raise CLIError('--filter must be a JSON object, e.g. \'{"kind": "fact"}\'', USAGE)
     return value
 
 
@@ -749,8 +848,10 @@ def cmd_inspect(args: argparse.Namespace, ctx: Ctx) -> int:
                 f"(run 'langmem-adapters inspect {args.url}' to see the tree)"
             )
         if args.query is not None and index is None:
-            ctx.note("note: no --embed given, so --query cannot rank by similarity; "
-                     "pass the embedder the items were indexed with (e.g. --embed hash:64)")
+            ctx.note(
+                "note: no --embed given, so --query cannot rank by similarity; "
+                "pass the embedder the items were indexed with (e.g. --embed hash:64)"
+            )
         hits = backend.store.search(namespace, query=args.query, filter=filter_, limit=args.limit)
     rows = [
         {
@@ -777,7 +878,12 @@ def cmd_inspect(args: argparse.Namespace, ctx: Ctx) -> int:
     if args.query is not None:
         table.add_column("score", no_wrap=True)
     for h in hits:
-        cells = [".".join(h.namespace), h.key, _short(h.value, 160), h.updated_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M")]
+        cells = [
+            ".".join(h.namespace),
+            h.key,
+            _short(h.value, 160),
+            h.updated_at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        ]
         if args.query is not None:
             cells.append("" if h.score is None else f"{h.score:.3f}")
         table.add_row(*(escape(c) for c in cells))
@@ -785,14 +891,18 @@ def cmd_inspect(args: argparse.Namespace, ctx: Ctx) -> int:
     return 0
 
 
-def _print_tree(ctx: Ctx, location: Location, counts: dict[tuple[str, ...], int], as_json: bool) -> None:
+def _print_tree(
+    ctx: Ctx, location: Location, counts: dict[tuple[str, ...], int], as_json: bool
+) -> None:
     total = sum(counts.values())
     if as_json:
         ctx.out.print_json(
             data={
                 "store": location.display,
                 "total": total,
-                "namespaces": [{"namespace": list(ns), "items": n} for ns, n in sorted(counts.items())],
+                "namespaces": [
+                    {"namespace": list(ns), "items": n} for ns, n in sorted(counts.items())
+                ],
             }
         )
         return
@@ -800,7 +910,9 @@ def _print_tree(ctx: Ctx, location: Location, counts: dict[tuple[str, ...], int]
     for ns, n in counts.items():
         for depth in range(1, len(ns) + 1):
             below[ns[:depth]] += n
-    ctx.out.print(f"[bold]{escape(location.display)}[/] — {total} item(s) in {len(counts)} namespace(s)")
+    ctx.out.print(
+        f"[bold]{escape(location.display)}[/] — {total} item(s) in {len(counts)} namespace(s)"
+    )
     tree = Tree("", hide_root=True)
     nodes: dict[tuple[str, ...], Tree] = {(): tree}
     for prefix in sorted(below):
@@ -835,10 +947,11 @@ def _open_output(path: str | None) -> Iterator[IO[str]]:
         sys.stdout.flush()
         return
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            yield f
+        f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below, after the caller's work
     except OSError as exc:
         raise CLIError(f"cannot write {path}: {exc.strerror}") from None
+    with f:
+        yield f
 
 
 def _read_records(lines: Iterable[str]) -> Iterator[Record]:
@@ -875,7 +988,10 @@ def cmd_import(args: argparse.Namespace, ctx: Ctx) -> int:
             raise CLIError(f"cannot read {args.input}: {exc.strerror}") from None
     n = 0
     try:
-        with open_backend(location, index, create=True) as backend, ctx.progress("importing", total) as advance:
+        with (
+            open_backend(location, index, create=True) as backend,
+            ctx.progress("importing", total) as advance,
+        ):
             for chunk in _chunks(_read_records(stream), args.batch_size):
                 backend.write(chunk)
                 n += len(chunk)
@@ -905,8 +1021,13 @@ def cmd_migrate(args: argparse.Namespace, ctx: Ctx) -> int:
     """Copy every item from ``--from`` to ``--to`` in pages, checkpointing after each page."""
     source_loc, target_loc = parse_location(args.source), parse_location(args.target)
     if target_loc.official:
-        raise CLIError("--to must be one of this package's stores (official stores are only sources)", USAGE)
-    if source_loc.display == target_loc.display and source_loc.table_prefix == target_loc.table_prefix:
+        raise CLIError(
+            "--to must be one of this package's stores (official stores are only sources)", USAGE
+        )
+    if (
+        source_loc.display == target_loc.display
+        and source_loc.table_prefix == target_loc.table_prefix
+    ):
         raise CLIError("--from and --to are the same store", USAGE)
     if args.limit is not None and args.limit <= 0:
         raise CLIError("--limit must be positive", USAGE)
@@ -918,17 +1039,32 @@ def cmd_migrate(args: argparse.Namespace, ctx: Ctx) -> int:
             state = json.loads(checkpoint.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise CLIError(f"unreadable checkpoint {checkpoint} ({exc}); use --restart") from None
-        ctx.note(f"resuming after {state['copied']} item(s) (checkpoint {checkpoint}; --restart to start over)")
+        if (
+            not isinstance(state, dict)
+            or not isinstance(state.get("copied"), int)
+            or "cursor" not in state
+            or (state.get("from"), state.get("to")) != (source_loc.display, target_loc.display)
+        ):
+            raise CLIError(
+                f"checkpoint {checkpoint} belongs to another migration or is damaged; use --restart"
+            )
+        ctx.note(
+            f"resuming after {state['copied']} item(s) (checkpoint {checkpoint}; --restart to start over)"
+        )
     copied_before = int(state["copied"])
     this_run = 0
     finished = False
     with open_source(source_loc) as source, open_backend(target_loc, index, create=True) as target:
-        total = source.count() + (copied_before if state["cursor"] else 0)
+        total = source.count()  # every live item, including those copied before a resume
         with ctx.progress("migrating", total) as advance:
             advance(copied_before)
             cursor = state["cursor"]
             while True:
-                budget = args.batch_size if args.limit is None else min(args.batch_size, args.limit - this_run)
+                budget = (
+                    args.batch_size
+                    if args.limit is None
+                    else min(args.batch_size, args.limit - this_run)
+                )
                 page_iter = source.pages(cursor, budget)
                 got = next(page_iter, None)
                 if got is None:
@@ -937,7 +1073,9 @@ def cmd_migrate(args: argparse.Namespace, ctx: Ctx) -> int:
                 cursor, page = got
                 target.write(page)
                 this_run += len(page)
-                _save_checkpoint(checkpoint, source_loc, target_loc, cursor, copied_before + this_run)
+                _save_checkpoint(
+                    checkpoint, source_loc, target_loc, cursor, copied_before + this_run
+                )
                 advance(len(page))
                 if args.limit is not None and this_run >= args.limit:
                     finished = next(source.pages(cursor, 1), None) is None
@@ -947,11 +1085,15 @@ def cmd_migrate(args: argparse.Namespace, ctx: Ctx) -> int:
         checkpoint.unlink(missing_ok=True)
         ctx.note(f"migrated {done} item(s) from {source_loc.display} to {target_loc.display}")
     else:
-        ctx.note(f"stopped after {this_run} item(s) (--limit); run the same command again to continue")
+        ctx.note(
+            f"stopped after {this_run} item(s) (--limit); run the same command again to continue"
+        )
     return 0
 
 
-def _save_checkpoint(path: Path, source: Location, target: Location, cursor: Cursor, copied: int) -> None:
+def _save_checkpoint(
+    path: Path, source: Location, target: Location, cursor: Cursor, copied: int
+) -> None:
     """Write the checkpoint atomically (temp file + rename), so a crash never leaves half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -971,7 +1113,9 @@ def cmd_sweep(args: argparse.Namespace, ctx: Ctx) -> int:
     if args.json:
         ctx.out.print_json(data={"store": location.display, "removed": removed})
     else:
-        ctx.out.print(f"removed {removed} expired item(s) from {escape(location.display)}", highlight=False)
+        ctx.out.print(
+            f"removed {removed} expired item(s) from {escape(location.display)}", highlight=False
+        )
     return 0
 
 
@@ -997,7 +1141,11 @@ class ScriptedChatModel(FakeMessagesListChatModel):
     script: dict[str, list[Step]]
 
     def _generate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
     ) -> ChatResult:
         last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
         after = messages[last + 1 :]
@@ -1008,7 +1156,11 @@ class ScriptedChatModel(FakeMessagesListChatModel):
                 break
             results.insert(0, m)
         steps = self.script.get(str(messages[last].content), []) if last >= 0 else []
-        reply = steps[step](results) if step < len(steps) else AIMessage("(no scripted reply for this message)")
+        reply = (
+            steps[step](results)
+            if step < len(steps)
+            else AIMessage("(no scripted reply for this message)")
+        )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def bind_tools(
@@ -1053,9 +1205,14 @@ def _correct_home(results: list[ToolMessage]) -> AIMessage:
     """Update the 'lives in' memory found by the previous search (a correction, history kept)."""
     home = _home(results)
     if home is None:
-        return AIMessage("", tool_calls=[_call("manage_memory", content="Ada lives in Berlin", action="create")])
+        return AIMessage(
+            "", tool_calls=[_call("manage_memory", content="Ada lives in Berlin", action="create")]
+        )
     return AIMessage(
-        "", tool_calls=[_call("manage_memory", content="Ada lives in Berlin", action="update", id=home["id"])]
+        "",
+        tool_calls=[
+            _call("manage_memory", content="Ada lives in Berlin", action="update", id=home["id"])
+        ],
     )
 
 
@@ -1065,13 +1222,21 @@ def _look_back(results: list[ToolMessage]) -> AIMessage:
     if home is None or not home.get("valid_from"):
         return AIMessage("I don't know where you live yet.")
     since = datetime.fromisoformat(str(home["valid_from"]).replace("Z", "+00:00"))
-    before = (since - timedelta(milliseconds=1)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return AIMessage("", tool_calls=[_call("search_memory", query="where Ada lives", as_of=before, limit=1)])
+    before = (
+        (since - timedelta(milliseconds=1))
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+    return AIMessage(
+        "", tool_calls=[_call("search_memory", query="where Ada lives", as_of=before, limit=1)]
+    )
 
 
 def _answer_then_and_now(results: list[ToolMessage]) -> AIMessage:
     then = _home(results)
-    before = str(then["text"]).removeprefix("Ada lives in ") if then else "somewhere I was never told"
+    before = (
+        str(then["text"]).removeprefix("Ada lives in ") if then else "somewhere I was never told"
+    )
     return AIMessage(f"Before your move you lived in {before}; now you live in Berlin.")
 
 
@@ -1087,7 +1252,9 @@ DEMO_SCRIPT: dict[str, list[Step]] = {
     DEMO_TURNS[0][1]: [
         _calls(
             lambda: _call("manage_memory", content="Ada lives in Paris", action="create"),
-            lambda: _call("manage_memory", content="Ada prefers green tea over coffee", action="create"),
+            lambda: _call(
+                "manage_memory", content="Ada prefers green tea over coffee", action="create"
+            ),
         ),
         _say("Nice to meet you, Ada! I'll remember that you live in Paris and prefer green tea."),
     ],
@@ -1102,7 +1269,9 @@ DEMO_SCRIPT: dict[str, list[Step]] = {
     DEMO_TURNS[2][1]: [
         _calls(lambda: _call("search_memory", query="where Ada lives", limit=3)),
         _correct_home,
-        _say("Congratulations on the move! I've updated your address to Berlin and kept Paris as history."),
+        _say(
+            "Congratulations on the move! I've updated your address to Berlin and kept Paris as history."
+        ),
     ],
     DEMO_TURNS[3][1]: [
         _calls(lambda: _call("search_memory", query="where Ada lives", limit=3)),
@@ -1130,7 +1299,9 @@ def _show_step(ctx: Ctx, message: BaseMessage, calls: dict[str, dict[str, Any]])
         for call in message.tool_calls:
             calls[call["id"] or ""] = call["args"]
             shown = ", ".join(f"{k}={v!r}" for k, v in call["args"].items())
-            ctx.out.print(f"  [cyan]agent[/]  → {escape(call['name'])}({escape(shown)})", highlight=False)
+            ctx.out.print(
+                f"  [cyan]agent[/]  → {escape(call['name'])}({escape(shown)})", highlight=False
+            )
         if message.content:
             ctx.out.print(f"  [cyan]agent[/]  {escape(str(message.content))}", highlight=False)
         return
@@ -1141,9 +1312,13 @@ def _show_step(ctx: Ctx, message: BaseMessage, calls: dict[str, dict[str, Any]])
     if message.status == "error":
         ctx.out.print(f"         [red]tool error: {escape(content)}[/]", highlight=False)
     elif message.name == "manage_memory":
-        verb = {"create": "stored", "update": "corrected", "delete": "forgot"}.get(str(args.get("action")), "changed")
-        ctx.out.print(f"         [green]{verb}:[/] {escape(str(args.get('content', '')))} [dim]({escape(content)})[/]",
-                      highlight=False)
+        verb = {"create": "stored", "update": "corrected", "delete": "forgot"}.get(
+            str(args.get("action")), "changed"
+        )
+        ctx.out.print(
+            f"         [green]{verb}:[/] {escape(str(args.get('content', '')))} [dim]({escape(content)})[/]",
+            highlight=False,
+        )
     elif message.name == "search_memory":
         verb = f"recalled as of {_when(args['as_of'])}" if args.get("as_of") else "recalled"
         found = _found([message])
@@ -1151,23 +1326,33 @@ def _show_step(ctx: Ctx, message: BaseMessage, calls: dict[str, dict[str, Any]])
             ctx.out.print(f"         [yellow]{verb}: nothing[/]", highlight=False)
         for m in found:
             window = f"valid {_when(m.get('valid_from'))} → {_when(m.get('valid_to'))}"
-            ctx.out.print(f"         [green]{verb}:[/] {escape(str(m.get('text')))} [dim]({window})[/]", highlight=False)
+            ctx.out.print(
+                f"         [green]{verb}:[/] {escape(str(m.get('text')))} [dim]({window})[/]",
+                highlight=False,
+            )
     else:
-        ctx.out.print(f"         [green]{escape(message.name or 'tool')}:[/] {escape(content)}", highlight=False)
+        ctx.out.print(
+            f"         [green]{escape(message.name or 'tool')}:[/] {escape(content)}",
+            highlight=False,
+        )
 
 
 def _demo_model(spec: str | None) -> tuple[BaseChatModel, str]:
     if spec is None:
         return ScriptedChatModel(script=DEMO_SCRIPT), SCRIPTED_LABEL
     if ":" not in spec:
-        raise CLIError(f"--model must be provider:name (e.g. openai:gpt-4o-mini), got {spec!r}", USAGE)
+        raise CLIError(
+            f"--model must be provider:name (e.g. openai:gpt-4o-mini), got {spec!r}", USAGE
+        )
     try:
         from langchain.chat_models import init_chat_model
 
         model = init_chat_model(spec)
     except ImportError as exc:
-        raise CLIError(f"--model needs LangChain and the provider's package (pip install langchain "
-                       f"langchain-<provider>): {_first_line(exc)}") from None
+        raise CLIError(
+            f"--model needs LangChain and the provider's package (pip install langchain "
+            f"langchain-<provider>): {_first_line(exc)}"
+        ) from None
     except Exception as exc:  # provider packages raise their own types for missing keys etc.
         raise CLIError(f"cannot use model {spec!r}: {_first_line(exc)}") from None
     return model, f"[model {spec}]"
@@ -1209,11 +1394,15 @@ def cmd_demo(args: argparse.Namespace, ctx: Ctx) -> int:
     with open_backend(location, index, create=True) as backend:
         store = backend.store
         _clear(store, DEMO_ROOT)
-        agent = build_agent(model, create_memory_tools((*DEMO_ROOT, "{user_id}"), tiers=("semantic",)), store)
+        agent = build_agent(
+            model, create_memory_tools((*DEMO_ROOT, "{user_id}"), tiers=("semantic",)), store
+        )
         ctx.out.rule("langmem-adapters demo")
         ctx.out.print(f"store: {escape(location.display)}\nmodel: {escape(label)}", highlight=False)
         for thread, text in DEMO_TURNS:
-            ctx.out.print(f"\n[bold]thread {escape(thread)}[/] [dim](new conversation)[/]", highlight=False)
+            ctx.out.print(
+                f"\n[bold]thread {escape(thread)}[/] [dim](new conversation)[/]", highlight=False
+            )
             ctx.out.print(f"  [magenta]user[/]   {escape(text)}", highlight=False)
             config: RunnableConfig = {"configurable": {"thread_id": thread, "user_id": DEMO_USER}}
             state = agent.invoke({"messages": [HumanMessage(text)]}, config)
@@ -1268,20 +1457,32 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="URLs: postgresql://..., redis://..., embedded[:PATH]; migrate/export also read "
         "official+postgresql://... and official+redis://... (the official LangGraph stores' data).",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or notes on stderr")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress bars or notes on stderr"
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     demo = sub.add_parser("demo", help="run an agent with memory tools and print the transcript")
-    demo.add_argument("--store", default="embedded", help="store URL (default: the embedded PostgreSQL)")
-    demo.add_argument("--model", help="a real chat model, provider:name (default: scripted, offline)")
-    demo.add_argument("--embed", default="hash:64", help="embeddings: hash[:DIMS] (default) or provider:model")
+    demo.add_argument(
+        "--store", default="embedded", help="store URL (default: the embedded PostgreSQL)"
+    )
+    demo.add_argument(
+        "--model", help="a real chat model, provider:name (default: scripted, offline)"
+    )
+    demo.add_argument(
+        "--embed", default="hash:64", help="embeddings: hash[:DIMS] (default) or provider:model"
+    )
     demo.set_defaults(func=cmd_demo)
 
     inspect = sub.add_parser("inspect", help="namespace tree, items of a namespace, or a search")
     inspect.add_argument("url")
     inspect.add_argument("-n", "--namespace", help="namespace: users.ada or a JSON list")
     inspect.add_argument("--items", action="store_true", help="list items even without --namespace")
-    inspect.add_argument("--query", help="search text (ranked when --embed matches the stored vectors)")
+    inspect.add_argument(
+        "--query", help="search text (ranked when --embed matches the stored vectors)"
+    )
     inspect.add_argument("--filter", help='JSON filter on values, e.g. \'{"kind": "fact"}\'')
     inspect.add_argument("--embed", help="embedder the items were indexed with, e.g. hash:64")
     inspect.add_argument("--limit", type=int, default=20, help="items to show (default 20)")
@@ -1296,19 +1497,37 @@ def build_parser() -> argparse.ArgumentParser:
     import_ = sub.add_parser("import", help="read JSON lines (from export) into a store")
     import_.add_argument("url")
     import_.add_argument("-i", "--input", help="file to read (default: stdin)")
-    import_.add_argument("--embed", help="index for the target: hash[:DIMS] or provider:model (default: none)")
-    import_.add_argument("--fields", help="comma-separated value paths to embed (default: the whole value)")
+    import_.add_argument(
+        "--embed", help="index for the target: hash[:DIMS] or provider:model (default: none)"
+    )
+    import_.add_argument(
+        "--fields", help="comma-separated value paths to embed (default: the whole value)"
+    )
     import_.add_argument("--batch-size", type=int, default=PAGE, help=argparse.SUPPRESS)
     import_.set_defaults(func=cmd_import)
 
     migrate = sub.add_parser("migrate", help="copy all items between stores (resumable)")
-    migrate.add_argument("--from", dest="source", required=True, help="source URL (ours or official+...)")
-    migrate.add_argument("--to", dest="target", required=True, help="target URL (one of our stores)")
-    migrate.add_argument("--embed", help="index for the target: hash[:DIMS] or provider:model (default: none)")
-    migrate.add_argument("--fields", help="comma-separated value paths to embed (default: the whole value)")
-    migrate.add_argument("--batch-size", type=int, default=PAGE, help="items per page (default 500)")
-    migrate.add_argument("--limit", type=int, help="copy at most N items in this run, then stop (resumable)")
-    migrate.add_argument("--checkpoint", help="checkpoint file (default: per source/target, in the state dir)")
+    migrate.add_argument(
+        "--from", dest="source", required=True, help="source URL (ours or official+...)"
+    )
+    migrate.add_argument(
+        "--to", dest="target", required=True, help="target URL (one of our stores)"
+    )
+    migrate.add_argument(
+        "--embed", help="index for the target: hash[:DIMS] or provider:model (default: none)"
+    )
+    migrate.add_argument(
+        "--fields", help="comma-separated value paths to embed (default: the whole value)"
+    )
+    migrate.add_argument(
+        "--batch-size", type=int, default=PAGE, help="items per page (default 500)"
+    )
+    migrate.add_argument(
+        "--limit", type=int, help="copy at most N items in this run, then stop (resumable)"
+    )
+    migrate.add_argument(
+        "--checkpoint", help="checkpoint file (default: per source/target, in the state dir)"
+    )
     migrate.add_argument("--restart", action="store_true", help="ignore an existing checkpoint")
     migrate.set_defaults(func=cmd_migrate)
 
@@ -1352,5 +1571,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message, code = "interrupted", 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file we read or write (checkpoint, input, output)
+        message, code = f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), FAILURE
     err.print(f"error: {message}", style="red", highlight=False, markup=False, soft_wrap=True)
     return code

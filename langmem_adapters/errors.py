@@ -37,7 +37,8 @@ class NonJSONValueError(TypeError):
 
 
 class EmbeddingDimensionError(ValueError):
-    """An embedding function returned vectors whose size differs from ``IndexConfig.dims``."""
+    """An embedding function returned unusable vectors: a size other than ``IndexConfig.dims``, the
+    wrong count, or NaN/infinite values."""
 
 
 class StoreConnectionError(StoreError, ConnectionError):

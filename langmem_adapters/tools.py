@@ -388,15 +388,10 @@ def _check_page(limit: int, offset: int) -> None:
 
 
 def _check_search_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Validate a metadata filter, rejecting operators at the top level (``{"$or": ...}``)."""
-    checked = check_filter(filter)
-    for key in checked:
-        if not isinstance(key, str) or not key or key.startswith("$"):
-            raise InvalidFilterError(
-                f"unknown filter key {key!r}: use metadata field names, e.g. "
-                '{"topic": "food"} or {"priority": {"$gte": 2}}'
-            )
-    return checked
+    """Validate a metadata filter with the stores' rules (``{"$or": ...}`` and unknown operators are
+    errors) and return it for the semantic tier."""
+    check_filter(filter)
+    return dict(filter or {})
 
 
 def _dumps(value: Any) -> str:
@@ -551,7 +546,7 @@ def _langmem_hits(
                 continue
             since = _aware(item.updated_at)
             extras = {k: v for k, v in item.value.items() if k != "content"}
-            if (as_of is not None and since > as_of) or not matches_filter(extras, meta_filter):
+            if (as_of is not None and since > as_of) or not matches_filter(extras, check_filter(meta_filter)):
                 continue
             text = _content_text(item.value["content"])
             score = item.score

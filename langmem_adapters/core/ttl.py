@@ -40,6 +40,13 @@ def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | N
 def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
     """Seconds between sweeps: the argument, else the config, else 5 minutes."""
     minutes = override if override is not None else (ttl or {}).get("sweep_interval_minutes") or 5
+    if (
+        not isinstance(minutes, (int, float))
+        or isinstance(minutes, bool)
+        or not math.isfinite(minutes)
+        or minutes <= 0
+    ):
+        raise ValueError(f"sweep interval must be a positive number of minutes, got {minutes!r}")
     return float(minutes) * 60.0
 
 
@@ -58,13 +65,15 @@ class Sweeper:
         self._thread.start()
 
     def _run(self, sweep: Callable[[], int], interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                removed = sweep()
-                logger.debug("TTL sweep removed %d items", removed)
-            except Exception:
-                logger.exception("TTL sweep failed; retrying at the next interval")
-        self.done.set_result(None)
+        try:
+            while not self._stop.wait(interval):
+                try:
+                    removed = sweep()
+                    logger.debug("TTL sweep removed %d items", removed)
+                except Exception:
+                    logger.exception("TTL sweep failed; retrying at the next interval")
+        finally:
+            self.done.set_result(None)
 
     def stop(self, timeout: float | None = None) -> bool:
         """Ask the thread to stop; True when it ended within ``timeout``."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -69,11 +70,7 @@ class IndexSpec:
 
     def score(self, distance: float) -> float:
         """Similarity from a backend distance: cosine 1-d, inner product the dot product, l2 -d."""
-        if self.distance == "cosine":
-            return 1.0 - distance
-        if self.distance == "inner_product":
-            return -distance
-        return -distance
+        return 1.0 - distance if self.distance == "cosine" else -distance
 
 
 def extract_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
@@ -106,6 +103,8 @@ def check_vectors(
         )
     out = [list(map(float, v)) for v in vectors]
     for v in out:
+        if not all(math.isfinite(x) for x in v):
+            raise EmbeddingDimensionError("embedder returned a vector with NaN or infinite values")
         if len(v) != dims:
             raise EmbeddingDimensionError(
                 f"embedder returned a vector of size {len(v)}; the index expects dims={dims}"

@@ -20,7 +20,9 @@ from typing import Any, TypeVar, cast
 
 from langgraph.store.base import BaseStore, InvalidNamespaceError, SearchItem
 
-from langmem_adapters.errors import InvalidFilterError, InvalidValueError, NonJSONValueError
+from langmem_adapters.core.filters import Condition, matches, parse_filter
+from langmem_adapters.core.ops import dump_value
+from langmem_adapters.errors import InvalidValueError, NonJSONValueError
 
 __all__ = [
     "Attribution",
@@ -125,7 +127,6 @@ def to_context(records: Iterable[MemoryRecord], *, title: str = "memory") -> str
 # ----------------------------------------------------------------------------- time
 
 #: Stand-in for "no end" in integer time fields, so range filters never meet a missing value.
-OPEN_END_MS = 2**62
 
 
 def to_ms(value: datetime, what: str) -> int:
@@ -164,27 +165,13 @@ def check_text(text: object, what: str = "text") -> str:
     return str(check_json(text, what))
 
 
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
 def check_json(value: Any, what: str) -> Any:
     """Reject values some store cannot hold as JSON (including NUL characters, which PostgreSQL
     refuses), with the same errors this package's stores raise, so every backend behaves alike."""
     try:
-        json.dumps(value, allow_nan=False)
-    except TypeError as exc:
-        raise NonJSONValueError(f"{what} is not JSON-serialisable: {exc}") from exc
-    except ValueError as exc:
-        raise InvalidValueError(f"{what} cannot be stored as JSON: {exc}") from exc
-    if _has_nul(value):
-        raise InvalidValueError(f"{what} contains a NUL character, which stores cannot hold")
+        dump_value({"value": value})
+    except (InvalidValueError, NonJSONValueError) as exc:
+        raise type(exc)(f"{what}: {exc}") from None
     return value
 
 
@@ -245,53 +232,15 @@ def digest(text: str) -> str:
 
 # ----------------------------------------------------------------------------- metadata filter
 
-_COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "$eq": lambda a, b: a == b,
-    "$ne": lambda a, b: a != b,
-    "$gt": lambda a, b: a > b,
-    "$gte": lambda a, b: a >= b,
-    "$lt": lambda a, b: a < b,
-    "$lte": lambda a, b: a <= b,
-}
+def check_filter(filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
+    """Validate a metadata filter up front, with the stores' own rules (typed ``$eq $ne $gt $gte
+    $lt $lte``, ``$in $nin $exists``, dotted paths), so a typo fails even when nothing would match."""
+    return parse_filter(filter)
 
 
-def check_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Validate a metadata filter up front so a typo fails even when nothing would match."""
-    if filter is None:
-        return {}
-    if not isinstance(filter, Mapping):
-        raise InvalidFilterError(f"filter must be a mapping, got {type(filter).__name__}")
-    for field_name, condition in filter.items():
-        if isinstance(condition, Mapping):
-            unknown = [op for op in condition if op not in _COMPARATORS]
-            if unknown:
-                raise InvalidFilterError(
-                    f"unknown operator(s) {unknown} for metadata field {field_name!r}; "
-                    f"use one of {sorted(_COMPARATORS)}"
-                )
-    return dict(filter)
-
-
-def matches_filter(metadata: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
-    """Evaluate a metadata filter: a plain value means equality, a dict holds ``$op: operand``.
-
-    A missing field satisfies only ``$ne``; values of incomparable types never match.
-    """
-    for field_name, condition in filter.items():
-        ops = condition if isinstance(condition, Mapping) else {"$eq": condition}
-        present = field_name in metadata
-        value = metadata.get(field_name)
-        for op, operand in ops.items():
-            if not present:
-                if op != "$ne":
-                    return False
-                continue
-            try:
-                if not _COMPARATORS[op](value, operand):
-                    return False
-            except TypeError:
-                return False
-    return True
+def matches_filter(metadata: Mapping[str, Any], conditions: Sequence[Condition]) -> bool:
+    """Evaluate a checked metadata filter exactly as the stores evaluate item filters."""
+    return matches(metadata, conditions)
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)

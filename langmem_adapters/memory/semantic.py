@@ -34,6 +34,7 @@ from typing import Any
 
 from langgraph.store.base import GetOp, Item, SearchItem
 
+from langmem_adapters.core.filters import Condition
 from langmem_adapters.errors import ConcurrentWriteError
 from langmem_adapters.memory._common import (
     Attribution,
@@ -339,7 +340,7 @@ class SemanticMemory(_Tier):
         return found[:k]
 
     def _valid_at(
-        self, items: list[SearchItem], valid_at: int, known: int, meta_filter: dict[str, Any]
+        self, items: list[SearchItem], valid_at: int, known: int, meta_filter: Sequence[Condition]
     ) -> Effect[list[Fact]]:
         """Re-check the bitemporal window (and metadata filter) the store search approximated."""
         candidates = [

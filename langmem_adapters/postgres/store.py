@@ -110,6 +110,17 @@ def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
     }
 
 
+def _reopen_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Refuse to reconnect a store that was handed an already-closed connection (it would otherwise
+    connect to whatever server the environment names)."""
+    if not kwargs:
+        raise StoreConnectionError(
+            "the store's connection is closed and it was closed when the store was made, so the store "
+            "cannot reopen it; pass an open connection or use from_conn_string"
+        )
+    return kwargs
+
+
 def _lost(conn: Any, exc: psycopg.OperationalError) -> StoreConnectionError | None:
     """``StoreConnectionError`` when ``exc`` means the connection is gone (or never came)."""
     if isinstance(exc, PoolTimeout):
@@ -216,10 +227,11 @@ class PostgresStore(_PostgresConfig, SyncStore):
                     )
                 )
             else:
-                conn = stack.enter_context(
-                    psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
-                )
+                conn = psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
+            if not isinstance(conn, ConnectionPool):
+                # Close the store's current connection: a reconnect may have replaced ``conn``.
+                stack.callback(lambda: store.conn.close())
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 store.setup()
                 store.start_ttl_sweeper()
@@ -235,7 +247,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
         else:
             with self._lock:
                 if self.conn.broken or self.conn.closed:
-                    self.conn = psycopg.Connection.connect(**self._reopen)
+                    self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
                 yield self.conn
 
     def _run(self, steps: Plan) -> Any:
@@ -338,10 +350,11 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
                 await pool.open()
                 conn = await stack.enter_async_context(pool)
             else:
-                conn = await stack.enter_async_context(
-                    await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
-                )
+                conn = await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
+            if not isinstance(conn, AsyncConnectionPool):
+                # Close the store's current connection: a reconnect may have replaced ``conn``.
+                stack.push_async_callback(lambda: store.conn.close())
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 await store.setup()
                 await store.start_ttl_sweeper()
@@ -358,7 +371,9 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         else:
             async with self._lock:
                 if self.conn.broken or self.conn.closed:
-                    self.conn = await psycopg.AsyncConnection.connect(**self._reopen)
+                    self.conn = await psycopg.AsyncConnection.connect(
+                        **_reopen_kwargs(self._reopen)
+                    )
                 yield self.conn
 
     async def _run(self, steps: Plan) -> Any:

@@ -120,14 +120,17 @@ end
 return written
 """.replace("REGISTRY_TTL", _REGISTRY_TTL)
 
-REGISTER_SCRIPT = """
+REGISTER_SCRIPT = (
+    """
 -- Cluster only: register namespaces in KEYS[1] before their items are written (another slot).
 -- ARGV: now_ms - GRACE, then (expiry_ms, ns) pairs. Scores only grow (GT), so an entry always covers
 -- the latest expiry of its namespace's items; readers check the namespace ZSET for live items.
 local reg = KEYS[1]
 for i = 2, #ARGV, 2 do redis.call('ZADD', reg, 'GT', ARGV[i], ARGV[i + 1]) end
 redis.call('ZREMRANGEBYSCORE', reg, '-inf', ARGV[1])
-""" + _REGISTRY_TTL
+"""
+    + _REGISTRY_TTL
+)
 
 
 def _constants(src: str) -> str:
@@ -168,7 +171,12 @@ end
 return '[' .. table.concat(rows, ',') .. ']'
 """
 
-SCRIPTS = {"write": WRITE_SCRIPT, "register": REGISTER_SCRIPT, "read_ns": READ_NS_SCRIPT, "search": SEARCH_SCRIPT}
+SCRIPTS = {
+    "write": WRITE_SCRIPT,
+    "register": REGISTER_SCRIPT,
+    "read_ns": READ_NS_SCRIPT,
+    "search": SEARCH_SCRIPT,
+}
 
 
 # --------------------------------------------------------------------------- requests
@@ -209,7 +217,9 @@ class Keys:
 
     def __post_init__(self) -> None:
         if not _PREFIX.fullmatch(self.prefix):
-            raise ValueError(f"prefix must be non-empty ASCII letters, digits, '_' or '-', got {self.prefix!r}")
+            raise ValueError(
+                f"prefix must be non-empty ASCII letters, digits, '_' or '-', got {self.prefix!r}"
+            )
 
     def item(self, ns_text: str, key: str) -> str:
         return f"{self.prefix}:i:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
@@ -311,15 +321,27 @@ def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str, cluster: bool = Fa
     if mode not in ("auto", "query_engine", "plain"):
         raise ValueError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
     probes = [] if cluster else [Call(("FT._LIST",)), Call(("JSON.TYPE", f"{keys.prefix}:probe"))]
-    info, recorded, *probed = yield Round([Call(("INFO", "server")), Call(("GET", keys.mode)), *probes], check=False)
-    version = _s(info.get("redis_version", "0")) if isinstance(info, dict) else _info_field(info, "redis_version")
+    info, recorded, *probed = yield Round(
+        [Call(("INFO", "server")), Call(("GET", keys.mode)), *probes], check=False
+    )
+    version = (
+        _s(info.get("redis_version", "0"))
+        if isinstance(info, dict)
+        else _info_field(info, "redis_version")
+    )
     if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (6, 2):
         raise RuntimeError(f"the Redis store needs Redis >= 6.2 or Valkey, found {version}")
     has_qe = bool(probed) and not any(isinstance(r, Exception) for r in probed)
     recorded = _s(recorded)
-    chosen: str = recorded or ("query_engine" if has_qe and mode != "plain" else "plain") if mode == "auto" else mode
+    chosen: str = (
+        recorded or ("query_engine" if has_qe and mode != "plain" else "plain")
+        if mode == "auto"
+        else mode
+    )
     if recorded and chosen != recorded:
-        raise ValueError(f"prefix {keys.prefix!r} already holds a {recorded!r} store, not {chosen!r}")
+        raise ValueError(
+            f"prefix {keys.prefix!r} already holds a {recorded!r} store, not {chosen!r}"
+        )
     if chosen == "query_engine":
         if not has_qe:
             raise RuntimeError(
@@ -344,14 +366,36 @@ def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
     schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE"]
     if spec is not None:
         metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
-        attrs: list[Any] = ["TYPE", _vector_dtype(spec)[0], "DIM", spec.dims, "DISTANCE_METRIC", metric]
+        attrs: list[Any] = [
+            "TYPE",
+            _vector_dtype(spec)[0],
+            "DIM",
+            spec.dims,
+            "DISTANCE_METRIC",
+            metric,
+        ]
         if spec.kind == "exact":
             algo = "FLAT"
         else:
             algo = "HNSW"
-            attrs += ["M", int(spec.ann.get("m", 16)), "EF_CONSTRUCTION", int(spec.ann.get("ef_construction", 64))]
+            attrs += [
+                "M",
+                int(spec.ann.get("m", 16)),
+                "EF_CONSTRUCTION",
+                int(spec.ann.get("ef_construction", 64)),
+            ]
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
-    return ("FT.CREATE", keys.index(spec), "ON", "JSON", "PREFIX", 1, f"{keys.prefix}:i:", "SCHEMA", *schema)
+    return (
+        "FT.CREATE",
+        keys.index(spec),
+        "ON",
+        "JSON",
+        "PREFIX",
+        1,
+        f"{keys.prefix}:i:",
+        "SCHEMA",
+        *schema,
+    )
 
 
 def _vector_dtype(spec: IndexSpec) -> tuple[str, type[np.floating[Any]]]:
@@ -390,15 +434,22 @@ class Record:
 
     def item(self) -> Item:
         return Item(
-            value=self.value, key=self.key, namespace=self.namespace,
-            created_at=_datetime(self.created), updated_at=_datetime(self.updated),
+            value=self.value,
+            key=self.key,
+            namespace=self.namespace,
+            created_at=_datetime(self.created),
+            updated_at=_datetime(self.updated),
         )
 
     def search_item(self, spec: IndexSpec | None) -> SearchItem:
         score = None if self.distance is None or spec is None else spec.score(self.distance)
         return SearchItem(
-            namespace=self.namespace, key=self.key, value=self.value,
-            created_at=_datetime(self.created), updated_at=_datetime(self.updated), score=score,
+            namespace=self.namespace,
+            key=self.key,
+            value=self.value,
+            created_at=_datetime(self.created),
+            updated_at=_datetime(self.updated),
+            score=score,
         )
 
 
@@ -413,7 +464,11 @@ def _decode_vectors(raw: Any, mode: Mode, spec: IndexSpec) -> np.ndarray[Any, An
 
 def _json_get(reply: Any) -> dict[str, Any] | None:
     """The ``{path: [value]}`` answer of a multi-path JSON.GET, None for a missing key."""
-    return None if reply is None else {k: v[0] if v else None for k, v in json.loads(_s(reply)).items()}
+    return (
+        None
+        if reply is None
+        else {k: v[0] if v else None for k, v in json.loads(_s(reply)).items()}
+    )
 
 
 # --------------------------------------------------------------------------- writes
@@ -432,22 +487,44 @@ class _Entry:
     payload: tuple[str, str, str] = ("", "", "")
 
 
-def _write_rounds(keys: Keys, mode: Mode, now_ms: int, entries: list[_Entry], cluster: bool) -> list[Round]:
+def _write_rounds(
+    keys: Keys, mode: Mode, now_ms: int, entries: list[_Entry], cluster: bool
+) -> list[Round]:
     """One write-script call for all entries; on a cluster, a registry step then one call per namespace."""
     groups: dict[str, list[_Entry]] = {}
     for e in entries:
         groups.setdefault(e.ns_text, []).append(e)
     if not cluster:
         return [Round([_script_call(keys, mode, now_ms, groups, registry=True)])]
-    expiry = {ns: max(e.x for e in group) for ns, group in groups.items() if any(e.op != "d" for e in group)}
-    register = Call((now_ms - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))), "register", (keys.registry,))
-    writes = Round([_script_call(keys, mode, now_ms, {ns: group}, registry=False) for ns, group in groups.items()])
+    expiry = {
+        ns: max(e.x for e in group)
+        for ns, group in groups.items()
+        if any(e.op != "d" for e in group)
+    }
+    register = Call(
+        (now_ms - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))),
+        "register",
+        (keys.registry,),
+    )
+    writes = Round(
+        [
+            _script_call(keys, mode, now_ms, {ns: group}, registry=False)
+            for ns, group in groups.items()
+        ]
+    )
     return [Round([register]), writes] if expiry else [writes]
 
 
-def _script_call(keys: Keys, mode: Mode, now_ms: int, groups: dict[str, list[_Entry]], registry: bool) -> Call:
+def _script_call(
+    keys: Keys, mode: Mode, now_ms: int, groups: dict[str, list[_Entry]], registry: bool
+) -> Call:
     key_list = [keys.registry] if registry else []
-    args: list[Any] = [now_ms - GRACE_MS, "1" if mode == "query_engine" else "0", len(groups), "1" if registry else "0"]
+    args: list[Any] = [
+        now_ms - GRACE_MS,
+        "1" if mode == "query_engine" else "0",
+        len(groups),
+        "1" if registry else "0",
+    ]
     for ns_text, group in groups.items():
         key_list.append(keys.zset(ns_text))
         args += [ns_text, len(group)]
@@ -476,7 +553,12 @@ def _put_entry(
     assert w.value is not None
     if mode == "query_engine":
         doc = {  # "c" first: the write script swaps in the stored created_at
-            "c": now_us, "m": meta, "u": now_us, "x": x, "h": hashes, "e": [v for _, _, v in vectors],
+            "c": now_us,
+            "m": meta,
+            "u": now_us,
+            "x": x,
+            "h": hashes,
+            "e": [v for _, _, v in vectors],
             "p": [_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
             "t": sorted(set(_value_tokens(w.value))),
         }
@@ -489,7 +571,9 @@ def _put_entry(
 
 def _stored_vectors_call(keys: Keys, mode: Mode, w: Write) -> Call:
     key = keys.item(nsp.join(w.namespace), w.key)
-    return Call(("JSON.GET", key, "$.h", "$.e") if mode == "query_engine" else ("HMGET", key, "h", "e"))
+    return Call(
+        ("JSON.GET", key, "$.h", "$.e") if mode == "query_engine" else ("HMGET", key, "h", "e")
+    )
 
 
 def _embed_writes(
@@ -500,7 +584,9 @@ def _embed_writes(
     for w in writes:
         if w.value is not None:
             fields = spec.fields if w.index is None else (w.index or ())
-            wanted[(nsp.join(w.namespace), w.key)] = [(f, text_hash(t), t) for f, t in extract_texts(w.value, fields)]
+            wanted[(nsp.join(w.namespace), w.key)] = [
+                (f, text_hash(t), t) for f, t in extract_texts(w.value, fields)
+            ]
     todo = [w for w in writes if wanted.get((nsp.join(w.namespace), w.key))]
     known: dict[str, list[float]] = {}
     if todo:
@@ -557,7 +643,9 @@ def _under(ns: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
     return ns[: len(prefix)] == prefix
 
 
-def _distances(spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _distances(
+    spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
     """pgvector-style distances of each row to ``q``: cosine 1-cos, inner product -dot, l2 Euclidean."""
     if spec.distance == "l2":
         return np.asarray(np.linalg.norm(matrix - q, axis=1))
@@ -590,15 +678,31 @@ class _Searcher:
     expire natively and leave the index by themselves.
     """
 
-    def __init__(self, keys: Keys, spec: IndexSpec | None, op: SearchOp, conds: tuple[Condition, ...],
-                 qvec: list[float] | None, now_ms: int) -> None:
-        self.keys, self.spec, self.op, self.conds, self.qvec, self.now_ms = keys, spec, op, conds, qvec, now_ms
+    def __init__(
+        self,
+        keys: Keys,
+        spec: IndexSpec | None,
+        op: SearchOp,
+        conds: tuple[Condition, ...],
+        qvec: list[float] | None,
+        now_ms: int,
+    ) -> None:
+        self.keys, self.spec, self.op, self.conds, self.qvec, self.now_ms = (
+            keys,
+            spec,
+            op,
+            conds,
+            qvec,
+            now_ms,
+        )
         self.parts = [f"@p:{{{_token('n', op.namespace_prefix)}}}"] if op.namespace_prefix else []
         self.parts += [c for c in map(_pushdown, conds) if c]
         self.need = op.offset + op.limit
 
     def _query(self) -> str:
-        return f"({' '.join(self.parts)})" if self.parts else "*"  # "(*)" would make KNN a slow hybrid
+        return (
+            f"({' '.join(self.parts)})" if self.parts else "*"
+        )  # "(*)" would make KNN a slow hybrid
 
     def call(self, window: int) -> Call:
         """The first-window query: newest first, or the ``window`` nearest neighbours."""
@@ -613,9 +717,29 @@ class _Searcher:
         params: list[Any] = []
         if self.qvec is not None and self.spec is not None:
             ret = [*ret[:1], 10, *ret[2:], "d"]
-            params = ["PARAMS", 2, "B", np.asarray(self.qvec, _vector_dtype(self.spec)[1]).tobytes()]
-        return Call((self.keys.index(self.spec), query, "SORTBY", sort, order,
-                     "LIMIT", 0, window, *ret, *params, "DIALECT", 2), script="search")
+            params = [
+                "PARAMS",
+                2,
+                "B",
+                np.asarray(self.qvec, _vector_dtype(self.spec)[1]).tobytes(),
+            ]
+        return Call(
+            (
+                self.keys.index(self.spec),
+                query,
+                "SORTBY",
+                sort,
+                order,
+                "LIMIT",
+                0,
+                window,
+                *ret,
+                *params,
+                "DIALECT",
+                2,
+            ),
+            script="search",
+        )
 
     def records(self, reply: Any) -> list[Record]:
         out = []
@@ -624,7 +748,9 @@ class _Searcher:
             r.expiry = x
             if d is not None and self.spec is not None:
                 d = r.raw_distance = float(d)
-                r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[self.spec.distance]
+                r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[
+                    self.spec.distance
+                ]
             out.append(r)
         return out
 
@@ -633,7 +759,11 @@ class _Searcher:
         return r.raw_distance if r.raw_distance is not None else -r.updated
 
     def _ok(self, r: Record) -> bool:
-        return r.expiry > self.now_ms and _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
+        return (
+            r.expiry > self.now_ms
+            and _under(r.namespace, self.op.namespace_prefix)
+            and matches(r.value, self.conds)
+        )
 
     def run(self, first_reply: Any, window: int) -> Plan:
         """Widen the window until ``offset + limit`` rows pass the client-side checks or none are left.
@@ -659,7 +789,12 @@ class _Searcher:
 
 
 def plan(
-    keys: Keys, mode: Mode, spec: IndexSpec | None, ops: Iterable[Op], *, if_absent: bool = False,
+    keys: Keys,
+    mode: Mode,
+    spec: IndexSpec | None,
+    ops: Iterable[Op],
+    *,
+    if_absent: bool = False,
     cluster: bool = False,
 ) -> Plan:
     """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call
@@ -687,7 +822,9 @@ def plan(
                 results[i] = []
                 continue
             s = _Searcher(keys, spec, op, conds, qvecs.get(op.query or ""), now_ms)
-            window = max(s.need + 1, 10)  # one row past the page shows whether a tie crosses its edge
+            window = max(
+                s.need + 1, 10
+            )  # one row past the page shows whether a tie crosses its edge
             searchers.append((i, s, window))
             calls.append(s.call(window))
     replies = (yield Round(calls)) if calls else []
@@ -702,8 +839,14 @@ def plan(
     live = _live_namespaces(replies[pos]) if need_registry else []
     listed = live
     if cluster and batch.lists:  # registry entries may outlive their items there: check the ZSETs
-        listed = [ns for ns in live if any(nsp.matches_all(ns, op.match_conditions) for _, op in batch.lists)]
-        counts = (yield Round([Call(("ZCOUNT", keys.zset(nsp.join(ns)), f"({now_ms}", "+inf")) for ns in listed]))
+        listed = [
+            ns
+            for ns in live
+            if any(nsp.matches_all(ns, op.match_conditions) for _, op in batch.lists)
+        ]
+        counts = yield Round(
+            [Call(("ZCOUNT", keys.zset(nsp.join(ns)), f"({now_ms}", "+inf")) for ns in listed]
+        )
         listed = [ns for ns, n in zip(listed, counts) if n]
     for i, list_op in batch.lists:
         results[i] = _list_result(list_op, listed)
@@ -715,12 +858,15 @@ def plan(
     for i, op, records in found:
         results[i] = [r.search_item(spec) for r in records]
         if op.refresh_ttl:
-            touch.update({(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None})
+            touch.update(
+                {(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None}
+            )
 
     op_code = "a" if if_absent else "p"
     entries = [
         _put_entry(mode, w, now_us, vectors.get((nsp.join(w.namespace), w.key), []), op_code)
-        if w.value is not None else _Entry(nsp.join(w.namespace), w.key, "d")
+        if w.value is not None
+        else _Entry(nsp.join(w.namespace), w.key, "d")
         for w in batch.writes
     ]
     written_keys = {(nsp.join(w.namespace), w.key) for w in batch.writes}
@@ -738,16 +884,29 @@ def plan(
 
 
 def _plain_searches(
-    keys: Keys, spec: IndexSpec | None, searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
-    live: list[tuple[str, ...]], qvecs: dict[str, list[float]], now_ms: int,
+    keys: Keys,
+    spec: IndexSpec | None,
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
+    live: list[tuple[str, ...]],
+    qvecs: dict[str, list[float]],
+    now_ms: int,
 ) -> Generator[Request, Any, list[tuple[int, SearchOp, list[Record]]]]:
     """Plain mode: read every live item of the matching namespaces, filter and score with numpy."""
     wanted = sorted({ns for _, op, _ in searches for ns in live if _under(ns, op.namespace_prefix)})
     with_vectors = spec is not None and bool(qvecs)
     flag = "1" if with_vectors else "0"
-    replies = (yield Round([
-        Call((now_ms, flag), script="read_ns", keys=(keys.zset(nsp.join(ns)),)) for ns in wanted
-    ])) if wanted else []
+    replies = (
+        (
+            yield Round(
+                [
+                    Call((now_ms, flag), script="read_ns", keys=(keys.zset(nsp.join(ns)),))
+                    for ns in wanted
+                ]
+            )
+        )
+        if wanted
+        else []
+    )
     by_ns: dict[tuple[str, ...], list[Record]] = {}
     for ns, reply in zip(wanted, replies):
         recs = by_ns[ns] = []
@@ -760,7 +919,10 @@ def _plain_searches(
     for i, op, conds in searches:
         records = [
             Record(r.namespace, r.key, r.value, r.created, r.updated, r.ttl, vectors=r.vectors)
-            for ns in wanted if _under(ns, op.namespace_prefix) for r in by_ns[ns] if matches(r.value, conds)
+            for ns in wanted
+            if _under(ns, op.namespace_prefix)
+            for r in by_ns[ns]
+            if matches(r.value, conds)
         ]
         qvec = qvecs.get(op.query or "")
         if qvec is not None and spec is not None:

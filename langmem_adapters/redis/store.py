@@ -49,6 +49,10 @@ _LOST = (redis.ConnectionError, redis.TimeoutError, ClusterDownError)
 def _lost(exc: Exception) -> StoreConnectionError:
     if isinstance(exc, redis.AuthenticationError):
         return StoreConnectionError(f"Redis refused the credentials ({exc}); nothing was sent")
+    if "refused" in str(exc).lower():
+        return StoreConnectionError(
+            f"cannot connect to Redis ({exc}); nothing was sent; the store reconnects on its next call"
+        )
     return StoreConnectionError(
         f"lost the connection to Redis during a batch ({type(exc).__name__}: {exc}); its writes run in one "
         "Lua script call (one per namespace on a Redis Cluster), so they were applied whole or not at all; "

@@ -610,3 +610,24 @@ def test_to_context_quotes_dates_and_attributes_untrusted_memory() -> None:
     assert episode_line.startswith("- [episode; occurred 2024-02-05 00:00 UTC, succeeded")
     assert episode_line.endswith('unattributed] "Refund issued"')
     assert facts.to_context([]) == to_context([])
+
+
+def test_metadata_filters_follow_the_store_filter_rules(make_store: Any) -> None:
+    from langmem_adapters.memory import SemanticMemory
+
+    facts = SemanticMemory(make_store(), namespace=("acme", "filters"))
+    facts.remember("flag fact", metadata={"x": True, "tags": {"lang": "en"}})
+    facts.remember("number fact", metadata={"x": 1})
+    assert [f.text for f in facts.recall(filter={"x": 1})] == ["number fact"]  # True is not 1
+    assert [f.text for f in facts.recall(filter={"tags.lang": {"$in": ["en"]}})] == ["flag fact"]
+    with pytest.raises(ValueError):
+        facts.recall(filter={"x": {"$regex": "."}})
+    with pytest.raises(ValueError):
+        facts.remember("deep", metadata={"d": _deep(3000)})
+
+
+def _deep(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"n": value}
+    return value
