@@ -981,9 +981,9 @@ def cmd_import(args: argparse.Namespace, ctx: Ctx) -> int:
         stream = sys.stdin
     else:
         try:
-            stream = open(args.input, encoding="utf-8")  # noqa: SIM115 (closed below)
             with open(args.input, "rb") as f:
                 total = sum(1 for line in f if line.strip())
+            stream = open(args.input, encoding="utf-8")  # noqa: SIM115 (closed below)
         except OSError as exc:
             raise CLIError(f"cannot read {args.input}: {exc.strerror}") from None
     n = 0
