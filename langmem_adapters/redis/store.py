@@ -146,6 +146,7 @@ class RedisStore(_RedisConfig, SyncStore):
         self._configure(index, ttl)
         self._configure_redis(prefix, mode)
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
+        self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, as the official stores accept
             client = redis.Redis.from_url(client)
         self.client = cast(redis.Redis, client)
@@ -223,6 +224,12 @@ class RedisStore(_RedisConfig, SyncStore):
         except _LOST as exc:
             raise _lost(exc) from exc
 
+    def close(self) -> None:
+        """Stop the sweeper and close the client if the store made it from a URL."""
+        self.stop_ttl_sweeper()
+        if self._owns_client:
+            self.client.close()
+
     def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
         self.mode = self._run(
@@ -252,6 +259,7 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
     ) -> None:
         self._configure(index, ttl)
         self._configure_redis(prefix, mode)
+        self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, like the official AsyncRedisStore(redis_url)
             client = aredis.Redis.from_url(client)
         self.client = cast(aredis.Redis, client)
@@ -315,6 +323,12 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
             return done.value
         except _LOST as exc:
             raise _lost(exc) from exc
+
+    async def aclose(self) -> None:
+        """Stop the sweeper and close the client if the store made it from a URL."""
+        await self.stop_ttl_sweeper()
+        if self._owns_client:
+            await self.client.aclose()
 
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""

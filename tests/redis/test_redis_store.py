@@ -175,3 +175,19 @@ async def test_async_store_matches_sync(qe_client: redis.Redis) -> None:
     assert await store.aput_if_absent(("x",), "k2", {"v": 3}) is False
     assert store.mode == "query_engine"
     await client.aclose()
+
+
+def test_store_made_from_a_url_closes_its_client() -> None:
+    import redis
+
+    from tests import servers
+
+    url = servers.redis_url(modules=False)
+    admin = redis.Redis.from_url(url)
+    store = RedisStore(url, prefix="urlclient")
+    store.put(("u",), "k", {"v": 1})
+    assert store.get(("u",), "k").value == {"v": 1}  # type: ignore[union-attr]
+    open_before = admin.info("clients")["connected_clients"]
+    store.close()
+    assert admin.info("clients")["connected_clients"] == open_before - 1
+    admin.close()
