@@ -546,7 +546,9 @@ def _langmem_hits(
                 continue
             since = _aware(item.updated_at)
             extras = {k: v for k, v in item.value.items() if k != "content"}
-            if (as_of is not None and since > as_of) or not matches_filter(extras, check_filter(meta_filter)):
+            if (as_of is not None and since > as_of) or not matches_filter(
+                extras, check_filter(meta_filter)
+            ):
                 continue
             text = _content_text(item.value["content"])
             score = item.score

@@ -36,18 +36,27 @@ def validate_key(key: Any) -> str:
     return key
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+
+
 def _check_keys(value: Any, depth: int = 0) -> None:
+    """JSON object keys must be strings: ``json`` would silently turn ``1`` into ``"1"``."""
     if depth > 500:
         raise InvalidValueError("item value is nested more than 500 levels deep")
     if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
+        children: Iterable[Any] = value.values()
+        for k in value:
+            if type(k) is not str and not isinstance(k, str):
                 raise NonJSONValueError(
                     f"item value has a non-string object key {k!r}; JSON keys are strings"
                 )
-            _check_keys(v, depth + 1)
     elif isinstance(value, (list, tuple)):
-        for v in value:
+        children = value
+    else:
+        return
+    for v in children:
+        if type(v) not in _LEAVES:
             _check_keys(v, depth + 1)
 
 
@@ -57,7 +66,7 @@ def dump_value(value: Any) -> str:
         raise NonJSONValueError(f"item value must be a dict, got {type(value).__name__}")
     _check_keys(value)
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except ValueError as exc:
         raise InvalidValueError(
             f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)"
@@ -68,6 +77,8 @@ def dump_value(value: Any) -> str:
         raise InvalidValueError("item value is nested too deeply to serialise") from None
     if has_nul(text):
         raise InvalidValueError("item value contains a NUL character, which cannot be stored")
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -125,6 +136,8 @@ class Batch:
 
 
 def _namespace(ns: Any, what: str) -> tuple[str, ...]:
+    if type(ns) is tuple:
+        return ns
     if isinstance(ns, str) or not isinstance(ns, (tuple, list)):
         raise InvalidNamespaceError(f"{what} must be a tuple of strings, got {ns!r}")
     return tuple(ns)
@@ -137,9 +150,10 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     writes: dict[tuple[tuple[str, ...], str], Write] = {}
     for i, op in enumerate(op_list):
         if isinstance(op, GetOp):
-            op = op._replace(
-                namespace=_namespace(op.namespace, "namespace"), key=validate_key(op.key)
-            )
+            validate_key(op.key)
+            ns = _namespace(op.namespace, "namespace")
+            if ns is not op.namespace:
+                op = op._replace(namespace=ns)
             validate_op_namespace(op)
             batch.gets.append((i, op))
         elif isinstance(op, SearchOp):
@@ -172,7 +186,9 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
             batch.lists.append((i, op))
         elif isinstance(op, PutOp):
             ns = _namespace(op.namespace, "namespace")
-            op = op._replace(namespace=ns, key=validate_key(op.key))
+            validate_key(op.key)
+            if ns is not op.namespace:
+                op = op._replace(namespace=ns)
             validate_op_namespace(op)
             if not ns:
                 raise InvalidNamespaceError("namespace cannot be empty")

@@ -232,6 +232,7 @@ def digest(text: str) -> str:
 
 # ----------------------------------------------------------------------------- metadata filter
 
+
 def check_filter(filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
     """Validate a metadata filter up front, with the stores' own rules (typed ``$eq $ne $gt $gte
     $lt $lte``, ``$in $nin $exists``, dotted paths), so a typo fails even when nothing would match."""
