@@ -272,23 +272,36 @@ class Runner:
                     ok if isinstance(ok, str) else f"wrong result for op {i}",
                 )
 
-    def rate(
-        self, metric: str, store: str, op: Callable[[int], object], start_at: int = 0
-    ) -> float:
-        """Calls per second of ``op(i)``, run for at least min_time and min_ops (at most max_time)."""
+    def rates(
+        self, metric: str, ops: dict[str, Callable[[int], object]], start_at: int = 0
+    ) -> dict[str, float]:
+        """Calls per second of each store's ``op(i)``, run for at least min_time and min_ops (at most
+        max_time). The stores take turns in slices of about 0.1 s, so a checkpoint, an autovacuum
+        or a noisy neighbour slows them alike instead of whichever happened to run at the time."""
         cfg = self.cfg
-        label = f"{metric} / {store}"
-        count = 0
-        start = time.perf_counter()
-        while True:
-            try:
-                op(start_at + count)
-            except Exception as exc:
-                self._fail(self.errors, label, f"{type(exc).__name__}: {exc}")
-            count += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= cfg.max_time or (elapsed >= cfg.min_time and count >= cfg.min_ops):
-                return count / elapsed
+        count = dict.fromkeys(ops, 0)
+        spent = dict.fromkeys(ops, 0.0)
+
+        def done(name: str) -> bool:
+            return spent[name] >= cfg.max_time or (
+                spent[name] >= cfg.min_time and count[name] >= cfg.min_ops
+            )
+
+        while not all(done(name) for name in ops):
+            for name, op in ops.items():
+                if done(name):
+                    continue
+                start = time.perf_counter()
+                while time.perf_counter() - start < 0.1:
+                    try:
+                        op(start_at + count[name])
+                    except Exception as exc:
+                        self._fail(
+                            self.errors, f"{metric} / {name}", f"{type(exc).__name__}: {exc}"
+                        )
+                    count[name] += 1
+                spent[name] += time.perf_counter() - start
+        return {name: count[name] / spent[name] for name in ops}
 
 
 Results = dict[str, dict[str, float]]  # metric -> store -> ops/s (or recall)
@@ -326,106 +339,102 @@ def phase_plain(runner: Runner, base_dsn: str, data: Dataset) -> Results:
         analyze(schema_dsn(base_dsn, SCHEMA))
         expected_ns = set(data.namespaces)
 
-        for name, store in stores.items():
-            metric = "get"
+        def item(i: int) -> Item:
+            return data.items[picks[i % len(picks)]]
 
-            def get_check(i: int, store: BaseStore = store) -> bool | str:
-                ns, key, value = data.items[picks[i % len(picks)]]
-                got = store.get(ns, key)
-                if got is None:
-                    return f"get{ns}/{key} returned None"
+        def kind_args(i: int) -> tuple[Namespace, str]:
+            return data.namespaces[i % len(data.namespaces)], KINDS[
+                (i // len(data.namespaces)) % len(KINDS)
+            ]
+
+        def single_value(i: int) -> Item:
+            ns = data.namespaces[i % len(data.namespaces)]
+            return (
+                ns,
+                f"s{i}",
+                {"text": f"single {i}", "n": cfg.n + i, "kind": KINDS[i % len(KINDS)]},
+            )
+
+        def get_check(store: BaseStore, i: int) -> bool | str:
+            ns, key, value = item(i)
+            got = store.get(ns, key)
+            if got is None:
+                return f"get{ns}/{key} returned None"
+            return (
+                got.value == value and got.key == key and tuple(got.namespace) == ns
+            ) or "value differs"
+
+        def kind_check(store: BaseStore, i: int) -> bool | str:
+            ns, kind = kind_args(i)
+            want = data.by_ns_kind.get((ns, kind), set())
+            got = store.search(ns, filter={"kind": kind}, limit=K)
+            keys = {r.key for r in got}
+            if len(got) != min(K, len(want)) or not keys <= want:
                 return (
-                    got.value == value and got.key == key and tuple(got.namespace) == ns
-                ) or "value differs"
+                    f"search {ns} kind={kind}: {len(got)} results, {len(keys - want)} not matching"
+                )
+            return True
 
-            runner.check(metric, name, cfg.warmup, get_check)
-            out[metric][name] = runner.rate(
-                metric, name, lambda i, s=store: s.get(*data.items[picks[i % len(picks)]][:2])
+        def n_check(store: BaseStore, i: int) -> bool | str:
+            ns, key, value = item(i)
+            got = store.search(ns, filter={"n": value["n"]}, limit=K)
+            return [(r.key, r.value) for r in got] == [
+                (key, value)
+            ] or f"search n={value['n']}: {len(got)} results"
+
+        def list_check(store: BaseStore, i: int) -> bool | str:
+            got = store.list_namespaces(prefix=("bench",), limit=1000)
+            return (
+                set(got) == expected_ns and len(got) == len(expected_ns)
+            ) or f"{len(got)} namespaces"
+
+        def single_check(store: BaseStore, i: int) -> bool | str:
+            ns, key, value = single_value(i)
+            got = store.get(ns, key)
+            return (got is not None and got.value == value) or f"put {ns}/{key} not read back"
+
+        # metric -> (correctness check, timed op, check count)
+        workloads: dict[
+            str,
+            tuple[Callable[[BaseStore, int], bool | str], Callable[[BaseStore, int], object], int],
+        ] = {
+            "get": (get_check, lambda s, i: s.get(*item(i)[:2]), cfg.warmup),
+            "search, filter kind (str eq)": (
+                kind_check,
+                lambda s, i: s.search(kind_args(i)[0], filter={"kind": kind_args(i)[1]}, limit=K),
+                cfg.warmup,
+            ),
+            "search, filter n (num eq)": (
+                n_check,
+                lambda s, i: s.search(item(i)[0], filter={"n": item(i)[2]["n"]}, limit=K),
+                cfg.warmup,
+            ),
+            "list_namespaces": (
+                list_check,
+                lambda s, i: s.list_namespaces(prefix=("bench",), limit=1000),
+                min(cfg.warmup, 10),
+            ),
+        }
+        for metric, (check, op, checks) in workloads.items():
+            for name, store in stores.items():
+                runner.check(metric, name, checks, lambda i, s=store, c=check: c(s, i))
+            out[metric] = runner.rates(
+                metric, {name: (lambda i, s=store, o=op: o(s, i)) for name, store in stores.items()}
             )
 
-            metric = "search, filter kind (str eq)"
-
-            def kind_args(i: int) -> tuple[Namespace, str]:
-                return data.namespaces[i % len(data.namespaces)], KINDS[
-                    (i // len(data.namespaces)) % len(KINDS)
-                ]
-
-            def kind_check(i: int, store: BaseStore = store) -> bool | str:
-                ns, kind = kind_args(i)
-                want = data.by_ns_kind.get((ns, kind), set())
-                got = store.search(ns, filter={"kind": kind}, limit=K)
-                keys = {r.key for r in got}
-                if len(got) != min(K, len(want)) or not keys <= want:
-                    return f"search {ns} kind={kind}: {len(got)} results, {len(keys - want)} not matching"
-                return True
-
-            runner.check(metric, name, cfg.warmup, kind_check)
-            out[metric][name] = runner.rate(
-                metric,
-                name,
-                lambda i, s=store: s.search(
-                    kind_args(i)[0], filter={"kind": kind_args(i)[1]}, limit=K
-                ),
-            )
-
-            metric = "search, filter n (num eq)"
-
-            def n_check(i: int, store: BaseStore = store) -> bool | str:
-                ns, key, value = data.items[picks[i % len(picks)]]
-                got = store.search(ns, filter={"n": value["n"]}, limit=K)
-                return [(r.key, r.value) for r in got] == [
-                    (key, value)
-                ] or f"search n={value['n']}: {len(got)} results"
-
-            runner.check(metric, name, cfg.warmup, n_check)
-            out[metric][name] = runner.rate(
-                metric,
-                name,
-                lambda i, s=store: s.search(
-                    data.items[picks[i % len(picks)]][0],
-                    filter={"n": data.items[picks[i % len(picks)]][2]["n"]},
-                    limit=K,
-                ),
-            )
-
-            metric = "list_namespaces"
-
-            def list_check(i: int, store: BaseStore = store) -> bool | str:
-                got = store.list_namespaces(prefix=("bench",), limit=1000)
-                return (
-                    set(got) == expected_ns and len(got) == len(expected_ns)
-                ) or f"{len(got)} namespaces"
-
-            runner.check(metric, name, min(cfg.warmup, 10), list_check)
-            out[metric][name] = runner.rate(
-                metric, name, lambda i, s=store: s.list_namespaces(prefix=("bench",), limit=1000)
-            )
-
-        # put (single): fresh keys, then check a sample round-trips.
+        # put (single): fresh keys (the warm-up writes the first ones), then a sample reads back.
         metric = "put (single)"
         for name, store in stores.items():
-
-            def single_value(i: int) -> tuple[Namespace, str, dict[str, Any]]:
-                ns = data.namespaces[i % len(data.namespaces)]
-                return (
-                    ns,
-                    f"s{i}",
-                    {"text": f"single {i}", "n": cfg.n + i, "kind": KINDS[i % len(KINDS)]},
-                )
-
             runner.check(
                 metric, name, cfg.warmup, lambda i, s=store: s.put(*single_value(i)) is None
             )
-            out[metric][name] = runner.rate(
-                metric, name, lambda i, s=store: s.put(*single_value(i)), cfg.warmup
-            )
-
-            def single_check(i: int, store: BaseStore = store) -> bool | str:
-                ns, key, value = single_value(i)
-                got = store.get(ns, key)
-                return (got is not None and got.value == value) or f"put {ns}/{key} not read back"
-
-            runner.check(metric, name, min(cfg.warmup, 50), single_check)
+        out[metric] = runner.rates(
+            metric,
+            {name: (lambda i, s=store: s.put(*single_value(i))) for name, store in stores.items()},
+            cfg.warmup,
+        )
+        for name, store in stores.items():
+            runner.check(metric, name, min(cfg.warmup, 50), lambda i, s=store: single_check(s, i))
     return out
 
 
@@ -467,7 +476,6 @@ def vector_search(
         ns = data.namespaces[i % len(data.namespaces)]
         return ns, data.ns_rows[ns]
 
-    qps: dict[str, float] = {}
     recalls: dict[str, float] = {}
     for name, store in stores.items():
         got: list[float] = []
@@ -480,13 +488,15 @@ def vector_search(
 
         runner.check(metric, name, len(queries), check)
         recalls[name] = float(np.mean(got)) if got else 0.0
-        qps[name] = runner.rate(
-            metric,
-            name,
-            lambda i, s=store: s.search(
+    qps = runner.rates(
+        metric,
+        {
+            name: lambda i, s=store: s.search(
                 target(i % len(queries))[0], query=queries[i % len(queries)], limit=K
-            ),
-        )
+            )
+            for name, store in stores.items()
+        },
+    )
     return qps, recalls
 
 
@@ -509,48 +519,37 @@ def phase_vectors(
             metric = "vector search (in namespace)" if scoped else "vector search (global)"
             out[metric], rec[metric] = qps, recalls
 
-        metric = "indexed put (single)"
-        for name, store in stores.items():
+        def put(store: BaseStore, i: int) -> None:
+            ns = data.namespaces[i % len(data.namespaces)]
+            value = {"text": random_text(random.Random(i), data.vocab, 12), "n": -i, "kind": "note"}
+            store.put(ns, f"x{i}", value)
 
-            def put(i: int, store: BaseStore = store) -> None:
-                ns = data.namespaces[i % len(data.namespaces)]
-                store.put(
-                    ns,
-                    f"x{i}",
-                    {
-                        "text": random_text(random.Random(i), data.vocab, 12),
-                        "n": -i,
-                        "kind": "note",
-                    },
+        def update(store: BaseStore, i: int) -> None:
+            ns, key, value = data.items[i % len(data.items)]
+            store.put(ns, key, {**value, "n": value["n"] + i + 1})
+
+        def slow_update(store: BaseStore, i: int) -> None:
+            ns, key, value = data.items[i % len(data.items)]
+            store.put(ns, key, {**value, "n": value["n"] - i - 1})
+
+        # The common memory update: metadata changes, the embedded text does not; then the same
+        # update when each embedding call costs 5 ms, like a small local model.
+        for metric, op, latency in (
+            ("indexed put (single)", put, 0.0),
+            ("indexed update (text unchanged)", update, 0.0),
+            ("indexed update (text unchanged, 5 ms model)", slow_update, 0.005),
+        ):
+            EMBED_LATENCY["seconds"] = latency
+            try:
+                for name, store in stores.items():
+                    runner.check(metric, name, cfg.warmup, lambda i, s=store, o=op: o(s, i) is None)
+                out[metric] = runner.rates(
+                    metric,
+                    {name: (lambda i, s=store, o=op: o(s, i)) for name, store in stores.items()},
+                    cfg.warmup,
                 )
-
-            runner.check(metric, name, cfg.warmup, lambda i, p=put: p(i) is None)
-            out[metric][name] = runner.rate(metric, name, put, cfg.warmup)
-
-        # The common memory update: metadata changes, the embedded text does not.
-        metric = "indexed update (text unchanged)"
-        for name, store in stores.items():
-
-            def update(i: int, store: BaseStore = store) -> None:
-                ns, key, value = data.items[i % len(data.items)]
-                store.put(ns, key, {**value, "n": value["n"] + i + 1})
-
-            runner.check(metric, name, cfg.warmup, lambda i, u=update: u(i) is None)
-            out[metric][name] = runner.rate(metric, name, update, cfg.warmup)
-
-        # The same update when each embedding call costs 5 ms, like a small local model.
-        metric = "indexed update (text unchanged, 5 ms model)"
-        EMBED_LATENCY["seconds"] = 0.005
-        try:
-            for name, store in stores.items():
-
-                def slow_update(i: int, store: BaseStore = store) -> None:
-                    ns, key, value = data.items[i % len(data.items)]
-                    store.put(ns, key, {**value, "n": value["n"] - i - 1})
-
-                out[metric][name] = runner.rate(metric, name, slow_update, cfg.warmup)
-        finally:
-            EMBED_LATENCY["seconds"] = 0.0
+            finally:
+                EMBED_LATENCY["seconds"] = 0.0
     return out, rec
 
 
