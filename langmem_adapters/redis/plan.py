@@ -31,6 +31,8 @@ import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import numpy as np
@@ -205,6 +207,7 @@ Request = Embed | Round
 # --------------------------------------------------------------------------- layout
 
 
+@lru_cache(maxsize=8192)
 def _tag(ns_text: str) -> str:
     return text_hash(ns_text)[:16]
 
@@ -246,16 +249,30 @@ def _s(v: Any) -> Any:
     return v.decode() if isinstance(v, bytes) else v
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+@lru_cache(maxsize=8192)
+def _path_json(path: tuple[str, ...]) -> str:
+    return _JSON.encode(list(path))
+
+
 def _token(kind: str, path: Sequence[str], value: Any = None) -> str:
     """A fixed-size TAG for "path exists" (``x``) or "path equals value" (``e``): nothing to escape."""
-    text = f"{kind}{json.dumps(list(path), ensure_ascii=False)}{_canon_json(value)}"
+    text = f"{kind}{_path_json(tuple(path))}{_canon_json(value)}"
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+@lru_cache(maxsize=8192)
+def _path_token(kind: str, path: tuple[str, ...]) -> str:
+    """``_token`` of a value-free kind (``x`` for a path, ``n`` for a namespace prefix), cached."""
+    return _token(kind, path)
 
 
 def _canon_json(v: Any) -> str:
     """JSON text that is equal exactly when values are ``json_equal`` (1 == 1.0, True != 1, key order ignored)."""
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return encode_basestring(v)
     if isinstance(v, bool) or v is None:
         return "true" if v is True else "false" if v is False else "null"
     if isinstance(v, int):
@@ -280,7 +297,7 @@ def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[
     out: list[str] = []
     for k, v in value.items():
         p = (*path, k)
-        out += [_token("x", p), _token("e", p, v)]
+        out += [_path_token("x", p), _token("e", p, v)]
         if isinstance(v, Mapping):
             out += _value_tokens(v, p)
     return out
@@ -301,7 +318,7 @@ def _pushdown(cond: Condition) -> str | None:
         clause = "@t:{" + " | ".join(_token("e", cond.path, v) for v in cond.value) + "}"
         return clause if cond.op == "$in" else f"-{clause}"
     if cond.op == "$exists":
-        return ("" if cond.value else "-") + f"@t:{{{_token('x', cond.path)}}}"
+        return ("" if cond.value else "-") + f"@t:{{{_path_token('x', tuple(cond.path))}}}"
     return None
 
 
@@ -546,10 +563,10 @@ def _put_entry(
     ttl_ms = _ttl_ms(w.ttl) if w.ttl is not None else None
     x = now_ms + ttl_ms if ttl_ms is not None else NO_EXPIRY
     meta = (
-        f'{{"ns":{json.dumps(list(w.namespace), ensure_ascii=False)},"k":{json.dumps(w.key, ensure_ascii=False)},'
-        f'"v":{w.value_json},"u":{now_us},"l":{json.dumps(w.ttl)}}}'
+        f'{{"ns":{_path_json(w.namespace)},"k":{encode_basestring(w.key)},'
+        f'"v":{w.value_json},"u":{now_us},"l":{"null" if w.ttl is None else repr(w.ttl)}}}'
     )
-    hashes = json.dumps([[f, h] for f, h, _ in vectors], ensure_ascii=False)
+    hashes = _JSON.encode([[f, h] for f, h, _ in vectors])
     assert w.value is not None
     if mode == "query_engine":
         doc = {  # "c" first: the write script swaps in the stored created_at
@@ -559,10 +576,10 @@ def _put_entry(
             "x": x,
             "h": hashes,
             "e": [v for _, _, v in vectors],
-            "p": [_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
+            "p": [_path_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
             "t": sorted(set(_value_tokens(w.value))),
         }
-        payload = (json.dumps(doc, ensure_ascii=False), "", "")
+        payload = (_JSON.encode(doc), "", "")
     else:
         blob = np.asarray([v for _, _, v in vectors], np.float32).tobytes()
         payload = (meta, hashes, base64.b64encode(blob).decode())
