@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -110,3 +111,26 @@ def check_vectors(
                 f"embedder returned a vector of size {len(v)}; the index expects dims={dims}"
             )
     return out
+
+
+@dataclass
+class VectorStats:
+    """How many vectors an index holds (a backend may cap the count), re-read at most once a minute."""
+
+    count: int | None = None
+    checked: float = 0.0
+
+    def stale(self) -> bool:
+        return self.count is None or time.monotonic() - self.checked > 60
+
+    def update(self, count: int) -> None:
+        self.count, self.checked = count, time.monotonic()
+
+
+def search_breadth(count: int, schedule: Sequence[tuple[int, int]]) -> int:
+    """The HNSW search breadth for an index of ``count`` vectors: the first ``(up_to, breadth)`` step
+    of ``schedule`` that covers it, else the last step's breadth."""
+    for up_to, breadth in schedule:
+        if count <= up_to:
+            return breadth
+    return schedule[-1][1]

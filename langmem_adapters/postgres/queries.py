@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
@@ -30,7 +29,14 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import COMPARISONS, Condition
 from langmem_adapters.core.ops import Write, plan_batch
 from langmem_adapters.core.store import Embed, Plan
-from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
+from langmem_adapters.core.vectors import (
+    IndexSpec,
+    VectorStats,
+    check_vectors,
+    extract_texts,
+    search_breadth,
+    text_hash,
+)
 
 __all__ = ["Round", "Statement", "Tables", "plan", "sweep_statements"]
 
@@ -338,24 +344,10 @@ def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) ->
     )
 
 
-@dataclass
-class VectorStats:
-    """How many vectors a store's table holds (capped), re-counted at most once a minute."""
-
-    count: int | None = None
-    checked: float = 0.0
-
-    def stale(self) -> bool:
-        return self.count is None or time.monotonic() - self.checked > 60
-
-
-def ef_search_for(count: int) -> int:
-    """HNSW search breadth by table size, for recall@10 >= 0.95 against exact search with the default
-    build (m=16, ef_construction=64) on hard, weakly clustered data: measured 0.976 at 10k items with
-    100 and 0.973 at 100k with 400 (100 gave only 0.81 there)."""
-    if count <= 20_000:
-        return 100
-    return 200 if count <= 50_000 else 400
+# HNSW search breadth by table size, for recall@10 >= 0.95 against exact search with pgvector's
+# default build (m=16, ef_construction=64) on hard, weakly clustered data: measured 0.976 at 10k
+# items with 100 and 0.973 at 100k with 400 (100 gave only 0.81 there).
+EF_SEARCH = ((20_000, 100), (50_000, 200), (50_001, 400))
 
 
 def _count_vectors(t: Tables, spec: IndexSpec, stats: VectorStats) -> Generator[Request, Any, None]:
@@ -363,7 +355,7 @@ def _count_vectors(t: Tables, spec: IndexSpec, stats: VectorStats) -> Generator[
     (rows,) = yield Round(
         [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {t.vectors(spec)} LIMIT 50001) AS v")]
     )
-    stats.count, stats.checked = int(rows[0][0]), time.monotonic()
+    stats.update(int(rows[0][0]))
 
 
 def _vector_search(
@@ -624,7 +616,7 @@ def plan(
         stats = stats if stats is not None else VectorStats()
         if stats.stale():
             yield from _count_vectors(t, spec, stats)
-        ef = ef_search_for(stats.count or 0)
+        ef = search_breadth(stats.count or 0, EF_SEARCH)
 
     statements: list[Statement] = []
     if batch.gets:

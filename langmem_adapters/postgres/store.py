@@ -19,11 +19,11 @@ from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
+from langmem_adapters.core.vectors import VectorStats
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.queries import (
     Round,
     Tables,
-    VectorStats,
     plan,
     setup_plan,
     sweep_statements,

@@ -28,7 +28,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -42,16 +42,24 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import Write, plan_batch
 from langmem_adapters.core.store import Embed, Plan
-from langmem_adapters.core.vectors import IndexSpec, check_vectors, extract_texts, text_hash
+from langmem_adapters.core.vectors import (
+    IndexSpec,
+    VectorStats,
+    check_vectors,
+    extract_texts,
+    search_breadth,
+    text_hash,
+)
 
 __all__ = ["SCRIPTS", "Call", "Embed", "Keys", "Mode", "Round", "plan", "setup_plan", "sweep_plan"]
 
 Mode = Literal["query_engine", "plain"]
 NO_EXPIRY = 9_000_000_000_000_000  # ms: "never" as a finite ZSET score
 GRACE_MS = 3_600_000  # how long index entries of expired items stay for sweep_ttl() to count
-# HNSW search breadth: recall@10 >= 0.95 against exact search at 100k items with the default build
-# (M=16, EF_CONSTRUCTION=64) on hard, weakly clustered data (100 gave 0.92 there).
-EF_RUNTIME = 400
+# HNSW search breadth by index size, for recall@10 >= 0.95 against exact search with the default
+# build (M=16, EF_CONSTRUCTION=64) on hard, weakly clustered data: measured 0.988 at 10k items with
+# 150 (100 gave 0.962) and 0.994 at 100k with 400 (100 gave 0.92).
+EF_RUNTIME = ((20_000, 150), (50_000, 250), (50_001, 400))
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _INT = re.compile(r"-?[0-9]+")
 _PREFIX = re.compile(r"[A-Za-z0-9_\-]+")
@@ -157,20 +165,32 @@ return '[' .. table.concat(rows, ',') .. ']'
 """
 
 SEARCH_SCRIPT = """
--- FT.SEARCH with ARGV as its arguments (RETURN m, c, x and maybe d), compacted into one JSON text
--- [[meta, created, expiry, distance or null], ...]: one bulk reply parses much faster than the nested one.
-local r = redis.call('FT.SEARCH', unpack(ARGV))
-local rows = {}
-for i = 3, #r, 2 do
-  local f, v = r[i], {}
-  for j = 1, #f, 2 do v[f[j]] = f[j + 1] end
-  if v.m then
-    local d = v.d
-    if not (d and string.match(d, '^[-+0-9.eE]+$')) then d = 'null' end
-    rows[#rows + 1] = '[' .. v.m .. ',' .. v.c .. ',' .. v.x .. ',' .. d .. ']'
+-- FT.SEARCH with ARGV[2..] as its arguments (NOCONTENT, or RETURN 1 d for KNN), then the meta and
+-- created_at of the hits read here, as one bulk reply that parses far faster than the nested one:
+-- [hits, distance of the last hit or null, [[{"$.m": [meta], "$.c": [created]}, distance or null], ...]].
+-- ARGV[1] > 0 reads only that many hits plus those tied with the last of them (a KNN page whose
+-- rows all match needs no more); 0 reads every hit. A hit whose key expired reads as nil and is left
+-- out; ``hits`` still counts it, so the caller can tell a short window from an exhausted result.
+local load = tonumber(ARGV[1])
+local r = redis.call('FT.SEARCH', unpack(ARGV, 2))
+local step = type(r[3]) == 'table' and 2 or 1
+local rows, hits, edge, d = {}, 0, nil, 'null'
+for i = 2, #r, step do
+  hits = hits + 1
+  d = 'null'
+  if step == 2 then
+    local f = r[i + 1]
+    for j = 1, #f, 2 do
+      if f[j] == 'd' and string.match(f[j + 1], '^[-+0-9.eE]+$') then d = f[j + 1] end
+    end
   end
+  if load == 0 or hits <= load or d == edge then
+    local v = redis.call('JSON.GET', r[i], '$.m', '$.c')
+    if v then rows[#rows + 1] = '[' .. v .. ',' .. d .. ']' end
+  end
+  if hits == load then edge = d end
 end
-return '[' .. table.concat(rows, ',') .. ']'
+return '[' .. hits .. ',' .. d .. ',[' .. table.concat(rows, ',') .. ']]'
 """
 
 SCRIPTS = {
@@ -372,6 +392,13 @@ def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str, cluster: bool = Fa
     return chosen
 
 
+def _num_docs(info: Any) -> int:
+    """``num_docs`` of an FT.INFO reply (a map under RESP3, a flat field/value list under RESP2)."""
+    if not isinstance(info, dict):
+        info = dict(zip(info[::2], info[1::2]))
+    return int(float(_s(info.get("num_docs", info.get(b"num_docs", 0)))))
+
+
 def _info_field(info: Any, name: str) -> str:
     """A field of a raw INFO reply (text), "0" when absent."""
     found = re.search(rf"^{name}:(\S+)", _s(info) if isinstance(info, (str, bytes)) else "", re.M)
@@ -436,7 +463,6 @@ class Record:
     raw_distance: float | None = None
     vectors: np.ndarray[Any, Any] | None = None
     hashes: list[list[str]] = field(default_factory=list)
-    expiry: int = NO_EXPIRY
 
     @classmethod
     def parse(cls, meta: Any, created: Any) -> Record:
@@ -690,9 +716,10 @@ def _score_plain(spec: IndexSpec, records: list[Record], q: list[float]) -> list
 class _Searcher:
     """Query Engine search of one op: a server query for namespace, filters and order/KNN.
 
-    Expiry is checked on the returned rows, not in the query: a range over every document would
-    make the server filter the whole index (and turn KNN into a slow hybrid search), while keys
-    expire natively and leave the index by themselves.
+    Expiry is not part of the query: a range over every document would make the server filter the
+    whole index (and turn KNN into a slow hybrid search). Keys expire natively and leave the index
+    by themselves; until then the search script reads them as missing. Conditions the index cannot
+    answer exactly (ranges, array paths) are checked on the returned rows.
     """
 
     def __init__(
@@ -702,18 +729,29 @@ class _Searcher:
         op: SearchOp,
         conds: tuple[Condition, ...],
         qvec: list[float] | None,
-        now_ms: int,
+        ef: int = 0,
+        broad: Collection[str] = (),
     ) -> None:
-        self.keys, self.spec, self.op, self.conds, self.qvec, self.now_ms = (
+        self.keys, self.spec, self.op, self.conds, self.qvec, self.ef = (
             keys,
             spec,
             op,
             conds,
             qvec,
-            now_ms,
+            ef,
         )
         self.parts = [f"@p:{{{_token('n', op.namespace_prefix)}}}"] if op.namespace_prefix else []
-        self.parts += [c for c in map(_pushdown, conds) if c]
+        pushed = [_pushdown(c) for c in conds]
+        self.parts += [c for c in pushed if c]
+        self.exact = all(c is not None for c in pushed)  # the server answers every condition
+        # A namespace filter that keeps most of the index (and nothing else to filter): walk the HNSW
+        # graph and filter its batches, which the server's own choice (a brute-force scan over the
+        # filtered documents) does far slower there.
+        self.policy = (
+            " HYBRID_POLICY BATCHES"
+            if op.namespace_prefix and not conds and _path_token("n", op.namespace_prefix) in broad
+            else ""
+        )
         self.need = op.offset + op.limit
 
     def _query(self) -> str:
@@ -722,26 +760,28 @@ class _Searcher:
         )  # "(*)" would make KNN a slow hybrid
 
     def call(self, window: int) -> Call:
-        """The first-window query: newest first, or the ``window`` nearest neighbours."""
+        """The window's query: newest first, or the ``window`` nearest neighbours."""
         if self.qvec is None or self.spec is None:
             return self._search(self._query(), "u", "DESC", window)
-        ef_search = max(int(self.spec.ann.get("ef_search", EF_RUNTIME)), window)
-        ef = f" EF_RUNTIME {ef_search}" if self.spec.kind != "exact" else ""
+        ef = f"{self.policy} EF_RUNTIME {max(self.ef, window)}" if self.spec.kind != "exact" else ""
         return self._search(f"{self._query()}=>[KNN {window} @e $B{ef} AS d]", "d", "ASC", window)
 
     def _search(self, query: str, sort: str, order: str, window: int) -> Call:
-        ret: list[Any] = ["RETURN", 9, "$.m", "AS", "m", "$.c", "AS", "c", "$.x", "AS", "x"]
+        ret: list[Any] = ["NOCONTENT"]
         params: list[Any] = []
         if self.qvec is not None and self.spec is not None:
-            ret = [*ret[:1], 10, *ret[2:], "d"]
+            ret = ["RETURN", 1, "d"]
             params = [
                 "PARAMS",
                 2,
                 "B",
                 np.asarray(self.qvec, _vector_dtype(self.spec)[1]).tobytes(),
             ]
+        # A KNN page whose conditions the server answered needs only its own rows (and ties).
+        load = self.need if self.exact and params else 0
         return Call(
             (
+                load,
                 self.keys.index(self.spec),
                 query,
                 "SORTBY",
@@ -758,29 +798,26 @@ class _Searcher:
             script="search",
         )
 
-    def records(self, reply: Any) -> list[Record]:
+    def records(self, reply: Any) -> tuple[int, float | None, list[Record]]:
+        """How many rows the window held, the last one's distance, and the rows read back."""
+        hits, last, rows = json.loads(_s(reply))
         out = []
-        for meta, created, x, d in json.loads(_s(reply)):
-            r = Record.parse(meta, created)
-            r.expiry = x
+        for fields, d in rows:
+            r = Record.parse(fields["$.m"][0], fields["$.c"][0])
             if d is not None and self.spec is not None:
                 d = r.raw_distance = float(d)
                 r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[
                     self.spec.distance
                 ]
             out.append(r)
-        return out
+        return hits, None if last is None else float(last), out
 
     @staticmethod
     def _primary(r: Record) -> float:
         return r.raw_distance if r.raw_distance is not None else -r.updated
 
     def _ok(self, r: Record) -> bool:
-        return (
-            r.expiry > self.now_ms
-            and _under(r.namespace, self.op.namespace_prefix)
-            and matches(r.value, self.conds)
-        )
+        return _under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
 
     def run(self, first_reply: Any, window: int) -> Plan:
         """Widen the window until ``offset + limit`` rows pass the client-side checks or none are left.
@@ -788,18 +825,68 @@ class _Searcher:
         It also widens while the page's last row ties (same updated_at: one batch; same distance:
         same text) with the window's last row, so the (namespace, key) tie-break is exact.
         """
-        rows = self.records(first_reply)
+        hits, last, rows = self.records(first_reply)
         while True:
-            ok = [r for r in rows if self._ok(r)]
-            if len(rows) < window or (
-                len(ok) >= self.need and self._primary(ok[self.need - 1]) != self._primary(rows[-1])
-            ):
+            ok = rows if self.exact else [r for r in rows if self._ok(r)]
+            edge = last if last is not None else self._primary(rows[-1]) if rows else None
+            if hits < window or (len(ok) >= self.need and self._primary(ok[self.need - 1]) != edge):
                 break
             window *= 4
             (reply,) = yield Round([self.call(window)])
-            rows = self.records(reply)
+            hits, last, rows = self.records(reply)
         ok.sort(key=lambda r: r.sort_key)
         return ok[self.op.offset : self.need]
+
+
+@dataclass
+class SearchStats:
+    """Sizes that KNN queries are planned with: documents in the vector index, and per namespace
+    prefix how many documents it holds; each re-read at most once a minute."""
+
+    index: VectorStats = field(default_factory=VectorStats)
+    prefixes: dict[str, VectorStats] = field(default_factory=dict)
+
+    def prefix(self, token: str) -> VectorStats:
+        if token not in self.prefixes and len(self.prefixes) >= 4096:
+            self.prefixes.clear()
+        return self.prefixes.setdefault(token, VectorStats())
+
+
+def _total(reply: Any) -> int:
+    """``total_results`` of an FT.SEARCH reply (a map under RESP3, a list under RESP2)."""
+    if isinstance(reply, dict):
+        return int(reply.get("total_results") or reply.get(b"total_results") or 0)
+    return int(reply[0])
+
+
+def _knn_settings(
+    keys: Keys,
+    spec: IndexSpec,
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
+    stats: SearchStats,
+) -> Generator[Request, Any, tuple[int, set[str]]]:
+    """HNSW search breadth for the index's size, and the namespace prefixes (tokens) of this batch's
+    KNN searches that hold at least half of the index."""
+    tokens = {
+        _path_token("n", op.namespace_prefix)
+        for _, op, _ in searches
+        if op.query and op.namespace_prefix
+    }
+    stale = sorted(t for t in tokens if stats.prefix(t).stale())
+    calls = [Call(("FT.INFO", keys.index(spec)))] if stats.index.stale() else []
+    calls += [
+        Call(("FT.SEARCH", keys.index(spec), f"@p:{{{t}}}", "LIMIT", 0, 0, "DIALECT", 2))
+        for t in stale
+    ]
+    if calls:
+        replies = yield Round(calls)
+        if len(replies) > len(stale):
+            stats.index.update(_num_docs(replies[0]))
+        for t, reply in zip(stale, replies[len(replies) - len(stale) :]):
+            stats.prefix(t).update(_total(reply))
+    total = stats.index.count or 0
+    ef = int(spec.ann.get("ef_search", 0)) or search_breadth(total, EF_RUNTIME)
+    return ef, {t for t in tokens if 2 * (stats.prefix(t).count or 0) >= max(total, 1)}
 
 
 # --------------------------------------------------------------------------- the batch plan
@@ -813,6 +900,7 @@ def plan(
     *,
     if_absent: bool = False,
     cluster: bool = False,
+    stats: SearchStats | None = None,
 ) -> Plan:
     """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call
     (on a cluster: register the namespaces, then one script call per namespace)."""
@@ -827,6 +915,9 @@ def plan(
             embedded = yield Embed(queries, query=True)
             qvecs = dict(zip(queries, check_vectors(embedded, len(queries), spec.dims)))
     vectors = (yield from _embed_writes(keys, mode, spec, batch.writes)) if spec is not None else {}
+    ef, broad = 0, set[str]()
+    if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":
+        ef, broad = yield from _knn_settings(keys, spec, batch.searches, stats or SearchStats())
 
     calls = [_get_call(keys, mode, op.namespace, op.key) for _, op in batch.gets]
     need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
@@ -838,10 +929,10 @@ def plan(
             if op.limit == 0:
                 results[i] = []
                 continue
-            s = _Searcher(keys, spec, op, conds, qvecs.get(op.query or ""), now_ms)
-            window = max(
-                s.need + 1, 10
-            )  # one row past the page shows whether a tie crosses its edge
+            s = _Searcher(keys, spec, op, conds, qvecs.get(op.query or ""), ef, broad)
+            # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
+            # more often, and a longer KNN window costs the server next to nothing.
+            window = max(2 * s.need, 20) if s.qvec is not None else max(s.need + 1, 10)
             searchers.append((i, s, window))
             calls.append(s.call(window))
     replies = (yield Round(calls)) if calls else []

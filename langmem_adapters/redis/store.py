@@ -32,6 +32,7 @@ from langmem_adapters.redis.plan import (
     Keys,
     Mode,
     Round,
+    SearchStats,
     plan,
     setup_plan,
     sweep_plan,
@@ -107,6 +108,7 @@ class _RedisConfig:
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False
+        self._stats = SearchStats()
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
         """The batch plan, detecting the mode first (``setup()``) if the store has not yet."""
@@ -122,6 +124,7 @@ class _RedisConfig:
                 ops,
                 if_absent=if_absent,
                 cluster=self.cluster,
+                stats=self._stats,
             )
         )
 
