@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,
@@ -24,7 +25,7 @@ from langgraph.store.base import (
 from langmem_adapters.core.filters import Condition, has_nul, parse_filter
 from langmem_adapters.errors import InvalidValueError, NonJSONValueError
 
-__all__ = ["Batch", "dump_value", "plan_batch", "validate_key"]
+__all__ = ["Batch", "dump_value", "load_json", "plan_batch", "validate_key"]
 
 
 def validate_key(key: Any) -> str:
@@ -86,6 +87,32 @@ def dump_value(value: Any) -> str:
             "item value contains a lone surrogate character, which is not valid UTF-8"
         ) from None
     return text
+
+
+def _maybe_big_int(value: Any) -> bool:
+    """Whether a parsed value holds a whole float beyond 64-bit range, which orjson also gives for
+    an integer literal too large for 64 bits."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is float:
+            if abs(v) >= 9.2e18 and v.is_integer():
+                return True
+        elif type(v) is dict:
+            stack.extend(v.values())
+        elif type(v) is list:
+            stack.extend(v)
+    return False
+
+
+def load_json(text: str | bytes) -> Any:
+    """Parse JSON that a store wrote: with orjson (several times faster on the read path), or with
+    ``json`` where orjson would differ (integers beyond 64 bits, numbers beyond float range)."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+    return json.loads(text) if _maybe_big_int(value) else value
 
 
 def _check_count(name: str, value: Any) -> int:

@@ -40,7 +40,7 @@ from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem,
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
-from langmem_adapters.core.ops import Write, plan_batch
+from langmem_adapters.core.ops import Write, load_json, plan_batch
 from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import (
     IndexSpec,
@@ -342,6 +342,7 @@ def _pushdown(cond: Condition) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)  # items written by one batch share their timestamps
 def _datetime(us: int) -> datetime:
     return _EPOCH + timedelta(microseconds=us)
 
@@ -466,7 +467,7 @@ class Record:
 
     @classmethod
     def parse(cls, meta: Any, created: Any) -> Record:
-        m = meta if isinstance(meta, dict) else json.loads(_s(meta))
+        m = meta if isinstance(meta, dict) else load_json(meta)
         return cls(tuple(m["ns"]), m["k"], m["v"], int(_s(created)), int(m["u"]), m["l"])
 
     @property
@@ -510,7 +511,7 @@ def _json_get(reply: Any) -> dict[str, Any] | None:
     return (
         None
         if reply is None
-        else {k: v[0] if v else None for k, v in json.loads(_s(reply)).items()}
+        else {k: v[0] if v else None for k, v in load_json(reply).items()}
     )
 
 
@@ -642,7 +643,7 @@ def _embed_writes(
                 h_raw, e_raw = reply
             if h_raw is None:
                 continue
-            hashes = json.loads(_s(h_raw))
+            hashes = load_json(h_raw)
             for (_, h), vec in zip(hashes, _decode_vectors(e_raw, mode, spec)):
                 known[h] = vec.tolist()
     missing = sorted({t for rows in wanted.values() for _, h, t in rows if h not in known})
@@ -800,7 +801,7 @@ class _Searcher:
 
     def records(self, reply: Any) -> tuple[int, float | None, list[Record]]:
         """How many rows the window held, the last one's distance, and the rows read back."""
-        hits, last, rows = json.loads(_s(reply))
+        hits, last, rows = load_json(reply)
         out = []
         for fields, d in rows:
             r = Record.parse(fields["$.m"][0], fields["$.c"][0])
@@ -1018,7 +1019,7 @@ def _plain_searches(
     by_ns: dict[tuple[str, ...], list[Record]] = {}
     for ns, reply in zip(wanted, replies):
         recs = by_ns[ns] = []
-        for row in json.loads(_s(reply)):
+        for row in load_json(reply):
             rec = Record.parse(row[0], row[1])
             if with_vectors and spec is not None:
                 rec.vectors = _decode_vectors(row[2], "plain", spec)

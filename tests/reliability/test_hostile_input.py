@@ -190,3 +190,17 @@ def test_deep_and_huge_values(make_store: StoreFactory, backend: str) -> None:
     with pytest.raises(InvalidNamespaceError):
         store.put(("fuzz", "a.b"), "k", {"v": 1})
     assert store.get(("fuzz",), "too-deep") is None and store.get(("fuzz",), "nul") is None
+
+
+def test_numbers_beyond_64_bits_and_float_extremes_round_trip(
+    make_store: StoreFactory, backend: str
+) -> None:
+    """The fast JSON reader declines these; the store must still read them back exactly."""
+    store = _prepare(make_store, backend)
+    value = {"big": 2**70, "neg": -(2**65), "f": 1e300, "tiny": 5e-324, "list": [2**64, 0.1]}
+    store.put(("fuzz",), "numbers", value)
+    got = store.get(("fuzz",), "numbers")
+    assert got is not None and got.value == value
+    assert isinstance(got.value["big"], int) and isinstance(got.value["f"], float)
+    hits = store.search(("fuzz",), filter={"big": 2**70})
+    assert [h.key for h in hits] == ["numbers"] and hits[0].value == value
