@@ -14,10 +14,13 @@ from typing import Any, Literal, TypedDict
 
 import psycopg
 from langgraph.store.base import IndexConfig, Op, TTLConfig
+from psycopg.adapt import AdaptersMap
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
+from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
 from langmem_adapters.core.vectors import VectorStats
 from langmem_adapters.errors import StoreConnectionError
@@ -59,7 +62,11 @@ class PostgresIndexConfig(IndexConfig, total=False):
     ann_index_config: ANNIndexConfig
 
 
-CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5}
+# Connections the stores open read json/jsonb with the core's fast reader (a user's own connection
+# keeps its adapters).
+_ADAPTERS = AdaptersMap(psycopg.adapters)
+set_json_loads(load_json, _ADAPTERS)
+CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5, "context": _ADAPTERS}
 
 
 class _PostgresConfig:
@@ -107,6 +114,7 @@ def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
         "password": conn.info.password,
         "autocommit": conn.autocommit,
         "prepare_threshold": conn.prepare_threshold,
+        "context": _ADAPTERS,
     }
 
 
