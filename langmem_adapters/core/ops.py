@@ -38,44 +38,67 @@ def validate_key(key: Any) -> str:
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = frozenset({dict, list, tuple})
 _ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
 
 
-def _check_keys(value: Any, depth: int = 0) -> None:
-    """JSON object keys must be strings: ``json`` would silently turn ``1`` into ``"1"``."""
+def _check_keys(value: Any, depth: int = 0) -> bool:
+    """Raise unless JSON object keys are strings (``json`` would silently turn ``1`` into ``"1"``);
+    return whether the value holds only plain JSON types (exact dict/list/tuple/str/int/float/bool/
+    None) and finite floats, which orjson writes exactly as ``json`` does."""
     if depth > 500:
         raise InvalidValueError("item value is nested more than 500 levels deep")
+    plain = type(value) in _CONTAINERS
     if isinstance(value, Mapping):
         children: Iterable[Any] = value.values()
         for k in value:
-            if type(k) is not str and not isinstance(k, str):
-                raise NonJSONValueError(
-                    f"item value has a non-string object key {k!r}; JSON keys are strings"
-                )
+            if type(k) is not str:
+                if not isinstance(k, str):
+                    raise NonJSONValueError(
+                        f"item value has a non-string object key {k!r}; JSON keys are strings"
+                    )
+                plain = False
     elif isinstance(value, (list, tuple)):
         children = value
     else:
-        return
+        return False
     for v in children:
-        if type(v) not in _LEAVES:
-            _check_keys(v, depth + 1)
+        t = type(v)
+        if t is float:
+            plain = plain and math.isfinite(v)
+        elif t not in _LEAVES:
+            plain = _check_keys(v, depth + 1) and plain
+    return plain
+
+
+def _orjson_text(value: Any) -> str | None:
+    """orjson's text for a plain value; None where it declines (integers beyond 64 bits, nesting
+    beyond its limit), so that ``json`` decides."""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return None
 
 
 def dump_value(value: Any) -> str:
-    """Serialise an item value to JSON text, or raise a clear error naming why it cannot be stored."""
+    """Serialise an item value to JSON text, or raise a clear error naming why it cannot be stored.
+
+    Plain values go through orjson (about ten times faster); anything else, and anything orjson
+    declines, through ``json``, which raises the errors below."""
     if not isinstance(value, Mapping):
         raise NonJSONValueError(f"item value must be a dict, got {type(value).__name__}")
-    _check_keys(value)
-    try:
-        text = _ENCODER.encode(value)
-    except ValueError as exc:
-        raise InvalidValueError(
-            f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)"
-        ) from None
-    except TypeError as exc:
-        raise NonJSONValueError(f"item value is not JSON-serialisable: {exc}") from None
-    except RecursionError:
-        raise InvalidValueError("item value is nested too deeply to serialise") from None
+    text = _orjson_text(value) if _check_keys(value) else None
+    if text is None:
+        try:
+            text = _ENCODER.encode(value)
+        except ValueError as exc:
+            raise InvalidValueError(
+                f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)"
+            ) from None
+        except TypeError as exc:
+            raise NonJSONValueError(f"item value is not JSON-serialisable: {exc}") from None
+        except RecursionError:
+            raise InvalidValueError("item value is nested too deeply to serialise") from None
     if has_nul(text):
         raise InvalidValueError("item value contains a NUL character, which cannot be stored")
     if text.isascii():
