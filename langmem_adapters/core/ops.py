@@ -28,12 +28,27 @@ from langmem_adapters.errors import InvalidValueError, NonJSONValueError
 __all__ = ["Batch", "dump_value", "load_json", "plan_batch", "validate_key"]
 
 
+def _is_utf8(text: str) -> bool:
+    """Whether text can be sent as UTF-8 (a lone surrogate cannot)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def validate_key(key: Any) -> str:
-    """Keys are strings without NUL characters (PostgreSQL text cannot hold NUL)."""
+    """Keys are strings without NUL characters (PostgreSQL text cannot hold NUL) or lone surrogates."""
     if not isinstance(key, str):
         raise TypeError(f"item key must be a string, got {type(key).__name__}")
     if "\x00" in key:
         raise InvalidValueError(f"item key {key!r} contains a NUL character")
+    if not _is_utf8(key):
+        raise InvalidValueError(
+            f"item key {key!r} contains a lone surrogate, which is not valid UTF-8"
+        )
     return key
 
 
@@ -186,11 +201,16 @@ class Batch:
 
 
 def _namespace(ns: Any, what: str) -> tuple[str, ...]:
-    if type(ns) is tuple:
-        return ns
-    if isinstance(ns, str) or not isinstance(ns, (tuple, list)):
-        raise InvalidNamespaceError(f"{what} must be a tuple of strings, got {ns!r}")
-    return tuple(ns)
+    if type(ns) is not tuple:
+        if isinstance(ns, str) or not isinstance(ns, (tuple, list)):
+            raise InvalidNamespaceError(f"{what} must be a tuple of strings, got {ns!r}")
+        ns = tuple(ns)
+    for label in ns:
+        if isinstance(label, str) and not _is_utf8(label):
+            raise InvalidNamespaceError(
+                f"{what} label {label!r} contains a lone surrogate, which is not valid UTF-8"
+            )
+    return ns
 
 
 def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:

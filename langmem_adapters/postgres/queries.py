@@ -15,6 +15,7 @@ from itertools import takewhile
 from json.encoder import encode_basestring
 from typing import Any
 
+import orjson
 from langgraph.store.base import (
     GetOp,
     Item,
@@ -301,7 +302,8 @@ KEY = (("ns", "text"), ("key", "text"))
 
 
 def _vec_literal(v: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in v) + "]"
+    """pgvector's text form ``[x,y,...]`` (checked, finite floats: orjson writes exactly that)."""
+    return orjson.dumps(v).decode()
 
 
 def _item(row: Sequence[Any]) -> Item:

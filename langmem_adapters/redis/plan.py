@@ -36,6 +36,7 @@ from json.encoder import encode_basestring
 from typing import Any, Literal
 
 import numpy as np
+import orjson
 from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
@@ -589,7 +590,7 @@ def _put_entry(
         f'{{"ns":{_path_json(w.namespace)},"k":{encode_basestring(w.key)},'
         f'"v":{w.value_json},"u":{now_us},"l":{"null" if w.ttl is None else repr(w.ttl)}}}'
     )
-    hashes = _JSON.encode([[f, h] for f, h, _ in vectors])
+    hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
     assert w.value is not None
     if mode == "query_engine":
         doc = {  # "c" first: the write script swaps in the stored created_at
@@ -602,7 +603,7 @@ def _put_entry(
             "p": [_path_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
             "t": sorted(set(_value_tokens(w.value))),
         }
-        payload = (_JSON.encode(doc), "", "")
+        payload = (orjson.dumps(doc).decode(), "", "")  # plain types, finite floats
     else:
         blob = np.asarray([v for _, _, v in vectors], np.float32).tobytes()
         payload = (meta, hashes, base64.b64encode(blob).decode())

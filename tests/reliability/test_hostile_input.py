@@ -204,3 +204,17 @@ def test_numbers_beyond_64_bits_and_float_extremes_round_trip(
     assert isinstance(got.value["big"], int) and isinstance(got.value["f"], float)
     hits = store.search(("fuzz",), filter={"big": 2**70})
     assert [h.key for h in hits] == ["numbers"] and hits[0].value == value
+
+
+def test_lone_surrogates_in_keys_and_labels_are_refused(
+    make_store: StoreFactory, backend: str
+) -> None:
+    """No backend can store them (not valid UTF-8): a clear ValueError, and nothing written."""
+    store = _prepare(make_store, backend)
+    with pytest.raises(ValueError, match="surrogate"):
+        store.put(("fuzz",), "bad\ud800key", {"v": 1})
+    with pytest.raises(ValueError, match="surrogate"):
+        store.put(("fuzz", "bad\udfff"), "k", {"v": 1})
+    with pytest.raises(ValueError, match="surrogate"):
+        store.search(("fuzz", "bad\udfff"))
+    assert store.search(("fuzz",)) == [] and store.list_namespaces(prefix=("fuzz",)) == []
