@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import takewhile
-from json.encoder import encode_basestring
 from typing import Any
 
 import orjson
@@ -260,13 +259,6 @@ def _keep_floats(value_json: str) -> str:
     return _JSON_TOKEN.sub(fix, value_json)
 
 
-_CELL: dict[str, Callable[[Any], str]] = {
-    "text": encode_basestring,
-    "jsonb": str,
-    "float8": lambda x: repr(float(x)),
-}
-
-
 def _rows(
     columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
 ) -> tuple[str, list[Any]]:
@@ -279,11 +271,10 @@ def _rows(
     if len(rows) == 1:
         cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
         return f"(SELECT {cells}) AS r({names})", list(rows[0])
-    encoders = [_CELL[type_] for _, type_ in columns]
-    carrier = ",".join(
-        "[" + ",".join("null" if v is None else enc(v) for enc, v in zip(encoders, row)) + "]"
-        for row in rows
-    )
+    for i, (_, type_) in enumerate(columns):
+        if type_ == "jsonb":  # JSON text already: embedded as it is
+            rows = [(*row[:i], orjson.Fragment(row[i]), *row[i + 1 :]) for row in rows]
+    carrier = orjson.dumps(rows).decode()
     picks = ", ".join(
         f"j.r->{i}"
         if type_ == "jsonb"
@@ -294,7 +285,7 @@ def _rows(
     )
     return (
         f"(SELECT {picks} FROM jsonb_array_elements(%s::jsonb) AS j(r)) AS r({names})",
-        [f"[{carrier}]"],
+        [carrier],
     )
 
 
