@@ -199,12 +199,28 @@ LIVE = "({a}.expires_at IS NULL OR {a}.expires_at > now())"
 ITEM_COLUMNS = "{a}.ns, {a}.key, {a}.value, {a}.created_at, {a}.updated_at, {a}.ttl_minutes"
 
 
-def _ns_condition(column: str, prefix: Sequence[str]) -> tuple[str, list[Any]]:
-    """Exact-or-below match on whole labels, as an index-friendly range (no LIKE, nothing to escape)."""
+def _ns_condition(
+    column: str, prefix: Sequence[str], *, estimable: bool = False
+) -> tuple[str, list[Any]]:
+    """Exact-or-below match on whole labels, as index ranges (no LIKE, nothing to escape).
+
+    By default one range ``[p, p + "/")``, which holds ``p``, ``p.``-prefixed names and names that
+    continue ``p`` with a character sorting before ``"/"``, plus a check of the character after ``p``
+    that keeps the first two: a prepared statement then settles on a generic plan instead of being
+    planned again on every call. ``estimable`` gives ``p`` or ``[p., p/)`` instead, whose row
+    estimate the planner can trust (the vector query chooses between the ANN index and the ranges).
+    """
     if not prefix:
         return "TRUE", []
+    base = nsp.join(prefix)
     lo, hi = nsp.prefix_range(prefix)
-    return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [nsp.join(prefix), lo, hi]
+    if estimable:
+        return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [base, lo, hi]
+    return (
+        f"({column} >= %s AND {column} < %s AND "
+        f"(length({column}) = %s OR substr({column}, %s + 1, 1) = %s))",
+        [base, hi, len(base), len(base), lo[-1]],
+    )
 
 
 def _filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list[Any]]:
@@ -363,8 +379,8 @@ def _vector_search(
     """ANN candidates (``candidates`` rows, iterative index scan) or, with ``None``, exact per-item scores."""
     vt = t.vectors(spec)
     dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
-    ns_sql, ns_params = _ns_condition("v.ns", op.namespace_prefix)
-    s_ns_sql, s_ns_params = _ns_condition("s.ns", op.namespace_prefix)
+    ns_sql, ns_params = _ns_condition("v.ns", op.namespace_prefix, estimable=True)
+    s_ns_sql, s_ns_params = _ns_condition("s.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = _filter_sql(conditions, "s.value")
     where = f"{ns_sql} AND {s_ns_sql} AND {LIVE.format(a='s')} AND {f_sql}"
     ns_params = ns_params + s_ns_params

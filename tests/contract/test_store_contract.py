@@ -127,6 +127,14 @@ def test_prefix_matches_whole_labels(make_store: StoreFactory) -> None:
     assert sorted(i.key for i in store.search(("users", "john"))) == ["a", "c"]
     assert sorted(i.key for i in store.search(("users",))) == ["a", "b", "c"]
     assert sorted(i.key for i in store.search(())) == ["a", "b", "c", "d"]
+    # Labels continuing "john" with characters that sort before "." and "/" are other namespaces.
+    for i, tail in enumerate(["-x", " x", "!", ",", "+", "'", "\t"]):
+        store.put(("users", "john" + tail), f"s{i}", {"v": 5})
+    assert sorted(i.key for i in store.search(("users", "john"))) == ["a", "c"]
+    assert store.list_namespaces(prefix=("users", "john")) == [
+        ("users", "john"),
+        ("users", "john", "deep"),
+    ]
 
 
 def test_trailing_newline_label_is_distinct(make_store: StoreFactory) -> None:
