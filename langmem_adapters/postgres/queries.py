@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import takewhile
 from typing import Any
 
@@ -333,13 +334,18 @@ def _search_item(row: Sequence[Any], score: float | None) -> SearchItem:
 # --------------------------------------------------------------------------- reads
 
 
+@lru_cache(maxsize=64)
+def _get_sql(t: Tables, source: str) -> str:
+    """The get query for a row source (one of two shapes), built once per store."""
+    return (
+        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
+        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}"
+    )
+
+
 def _get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     source, params = _rows(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
-    return Statement(
-        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
-        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}",
-        params,
-    )
+    return Statement(_get_sql(t, source), params)
 
 
 def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) -> Statement:
