@@ -400,16 +400,32 @@ def _vector_search(
             )
         ]
     ef = max(int(spec.ann.get("ef_search", ef)), candidates)
+    # Planned for its parameters every time: whether the ANN index or the namespace ranges serve a
+    # query depends on how much of the table the prefix holds, which a generic plan cannot know.
+    custom = "set_config('plan_cache_mode', 'force_custom_plan', true)"
     settings = Statement(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        "SELECT set_config('hnsw.ef_search', %s, true), "
+        f"set_config('hnsw.iterative_scan', 'relaxed_order', true), {custom}",
         [str(min(ef, 1000))],
     )
     if spec.kind == "ivfflat":
         settings = Statement(
             "SELECT set_config('ivfflat.probes', %s, true), "
-            "set_config('ivfflat.iterative_scan', 'relaxed_order', true)",
+            f"set_config('ivfflat.iterative_scan', 'relaxed_order', true), {custom}",
             [str(int(spec.ann.get("probes", 10)))],
         )
+    if not conditions:
+        # Nothing to filter on the items: take the nearest vectors first and read only their items
+        # (a live check can drop some; a short pool then falls back to the exact query).
+        return [
+            settings,
+            Statement(
+                f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key, {dist} AS d "
+                f"FROM {vt} v WHERE {ns_sql} ORDER BY {dist} LIMIT %s) c "
+                f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
+                [qvec, *ns_params[: len(ns_params) // 2], qvec, candidates],
+            ),
+        ]
     return [
         settings,
         Statement(
