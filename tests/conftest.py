@@ -136,7 +136,9 @@ async def make_astore(backend: str) -> AsyncIterator[AsyncStoreFactory]:
             closers.insert(0, store.stop_ttl_sweeper)
             return store
         if backend.startswith("redis"):
-            pool = aredis.BlockingConnectionPool.from_url(servers.redis_url(modules=backend == "redis-qe"))
+            pool = aredis.BlockingConnectionPool.from_url(
+                servers.redis_url(modules=backend == "redis-qe")
+            )
             client = aredis.Redis.from_pool(pool)
             closers.append(client.aclose)
             mode = "query_engine" if backend == "redis-qe" else "plain"

@@ -157,7 +157,16 @@ class RedisProcess:
 
         import redis
 
-        argv = [*self.command, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, *self.args]
+        argv = [
+            *self.command,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            self.dir,
+            *self.args,
+        ]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(port=self.port, socket_timeout=2, retry_on_error=[])
         deadline = time.monotonic() + self.timeout
@@ -168,9 +177,13 @@ class RedisProcess:
                     return
                 except redis.ConnectionError:  # includes BusyLoadingError while the data loads
                     if self.proc.poll() is not None:
-                        raise RuntimeError(f"redis-server exited with code {self.proc.returncode}") from None
+                        raise RuntimeError(
+                            f"redis-server exited with code {self.proc.returncode}"
+                        ) from None
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"redis-server did not answer PING on port {self.port}") from None
+                        raise RuntimeError(
+                            f"redis-server did not answer PING on port {self.port}"
+                        ) from None
                     time.sleep(0.02)
         finally:
             client.close()
@@ -211,21 +224,41 @@ def start_redis_cluster(nodes: int = 3, *, timeout: float = 30) -> list[RedisPro
     try:
         for _ in range(nodes):
             buses.append(bus := _free_port())
-            procs.append(RedisProcess(
-                redis_command(False),
-                ["--cluster-enabled", "yes", "--cluster-port", str(bus), "--cluster-config-file", "nodes.conf",
-                 "--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no"],
-                timeout=timeout,
-            ))
+            procs.append(
+                RedisProcess(
+                    redis_command(False),
+                    [
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-port",
+                        str(bus),
+                        "--cluster-config-file",
+                        "nodes.conf",
+                        "--cluster-node-timeout",
+                        "5000",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                    ],
+                    timeout=timeout,
+                )
+            )
         clients = [redis.Redis(port=p.port, decode_responses=True) for p in procs]
         for i, client in enumerate(clients):
-            client.execute_command("CLUSTER ADDSLOTSRANGE", i * 16384 // nodes, (i + 1) * 16384 // nodes - 1)
+            client.execute_command(
+                "CLUSTER ADDSLOTSRANGE", i * 16384 // nodes, (i + 1) * 16384 // nodes - 1
+            )
         for p, bus in zip(procs[1:], buses[1:]):
             clients[0].execute_command("CLUSTER MEET", "127.0.0.1", p.port, bus)
         deadline = time.monotonic() + timeout
         while True:
-            infos = [c.execute_command("CLUSTER INFO") for c in clients]  # parsed to a dict by redis-py
-            if all(i["cluster_state"] == "ok" and int(i["cluster_known_nodes"]) == nodes for i in infos):
+            infos = [
+                c.execute_command("CLUSTER INFO") for c in clients
+            ]  # parsed to a dict by redis-py
+            if all(
+                i["cluster_state"] == "ok" and int(i["cluster_known_nodes"]) == nodes for i in infos
+            ):
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the test Redis Cluster did not converge: {infos}")

@@ -7,7 +7,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
@@ -125,6 +125,20 @@ class VectorStats:
 
     def update(self, count: int) -> None:
         self.count, self.checked = count, time.monotonic()
+
+
+@dataclass
+class SearchStats:
+    """Sizes that vector searches are planned with: vectors in the index, and per namespace prefix
+    how many it holds (so a search can choose between an exact scan and the ANN index)."""
+
+    index: VectorStats = field(default_factory=VectorStats)
+    prefixes: dict[str, VectorStats] = field(default_factory=dict)
+
+    def prefix(self, key: str) -> VectorStats:
+        if key not in self.prefixes and len(self.prefixes) >= 4096:
+            self.prefixes.clear()
+        return self.prefixes.setdefault(key, VectorStats())
 
 
 def search_breadth(count: int, schedule: Sequence[tuple[int, int]]) -> int:

@@ -32,14 +32,14 @@ from langmem_adapters.core.ops import Write, plan_batch
 from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import (
     IndexSpec,
-    VectorStats,
+    SearchStats,
     check_vectors,
     extract_texts,
     search_breadth,
     text_hash,
 )
 
-__all__ = ["Round", "Statement", "Tables", "plan", "sweep_statements"]
+__all__ = ["Round", "Statement", "Tables", "check_ann", "plan", "sweep_statements"]
 
 SCHEMA_VERSION = 1
 
@@ -365,12 +365,55 @@ def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) ->
 EF_SEARCH = ((20_000, 100), (50_000, 200), (50_001, 400))
 
 
-def _count_vectors(t: Tables, spec: IndexSpec, stats: VectorStats) -> Generator[Request, Any, None]:
-    """Refresh ``stats`` with a capped count (cheap even on a large table)."""
-    (rows,) = yield Round(
-        [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {t.vectors(spec)} LIMIT 50001) AS v")]
-    )
-    stats.update(int(rows[0][0]))
+# Up to this many vectors under a prefix, a search scans them exactly (no ANN index): as fast as the
+# index there, exact, and its prepared statement keeps a generic plan (no planning per call).
+# ``ann_index_config={"exact_below": n}`` changes it (0: always the index).
+EXACT_BELOW = 1000
+
+
+def check_ann(spec: IndexSpec | None) -> None:
+    """Reject ``ann_index_config`` numbers that are not integers of the right sign, before any I/O."""
+    for name in ("m", "ef_construction", "ef_search", "lists", "nlist", "probes", "exact_below"):
+        v = spec.ann.get(name) if spec is not None else None
+        if v is None:
+            continue
+        low = 0 if name == "exact_below" else 1
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            raise ValueError(f"ann_index_config {name} must be an integer >= {low}, got {v!r}")
+
+
+def _sizes(
+    t: Tables,
+    spec: IndexSpec,
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
+    stats: SearchStats,
+) -> Generator[Request, Any, tuple[int, set[str]]]:
+    """HNSW search breadth for the table's size, and the namespace prefixes of this batch's vector
+    searches that hold at most ``exact_below`` vectors; capped counts, each re-read once a minute."""
+    vt = t.vectors(spec)
+    exact_below = int(spec.ann.get("exact_below", EXACT_BELOW))
+    prefixes = {
+        nsp.join(op.namespace_prefix): op.namespace_prefix for _, op, _ in searches if op.query
+    }
+    stale = sorted(p for p in prefixes if stats.prefix(p).stale())
+    counts = [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {vt} LIMIT 50001) AS v")]
+    counts = counts if stats.index.stale() else []
+    for p in stale:
+        cond, params = _ns_condition("v.ns", prefixes[p], estimable=True)
+        counts.append(
+            Statement(
+                f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {exact_below + 1}) AS v",
+                params,
+            )
+        )
+    if counts:
+        rows = yield Round(counts)
+        if len(rows) > len(stale):
+            stats.index.update(int(rows[0][0][0]))
+        for p, got in zip(stale, rows[len(rows) - len(stale) :]):
+            stats.prefix(p).update(int(got[0][0]))
+    ef = int(spec.ann.get("ef_search", 0)) or search_breadth(stats.index.count or 0, EF_SEARCH)
+    return ef, {p for p in prefixes if (stats.prefix(p).count or 0) <= exact_below}
 
 
 def _vector_search(
@@ -381,8 +424,10 @@ def _vector_search(
     conditions: tuple[Condition, ...],
     qvec: str,
     candidates: int | None,
+    exact: bool = False,
 ) -> list[Statement]:
-    """ANN candidates (``candidates`` rows, iterative index scan) or, with ``None``, exact per-item scores."""
+    """ANN candidates (``candidates`` rows, iterative index scan), the exact nearest ``candidates``
+    vectors (``exact``, without item conditions), or with ``None`` exact per-item scores."""
     vt = t.vectors(spec)
     dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
     ns_sql, ns_params = _ns_condition("v.ns", op.namespace_prefix, estimable=True)
@@ -399,7 +444,20 @@ def _vector_search(
                 [qvec, *ns_params, *f_params, op.limit, op.offset],
             )
         ]
-    ef = max(int(spec.ann.get("ef_search", ef)), candidates)
+    if exact and not conditions:
+        # "+ 0": an expression the ANN index cannot serve, so the plan is a scan of the prefix's
+        # range, and one that a prepared statement can keep (generic) without planning per call.
+        # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
+        range_sql, range_params = _ns_condition("v.ns", op.namespace_prefix)
+        return [
+            Statement(
+                f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key, {dist} AS d "
+                f"FROM {vt} v WHERE {range_sql} ORDER BY {dist} + 0, v.ns, v.key LIMIT {int(candidates)}) c "
+                f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
+                [qvec, *range_params, qvec],
+            )
+        ]
+    ef = max(ef, candidates)
     # Planned for its parameters every time: whether the ANN index or the namespace ranges serve a
     # query depends on how much of the table the prefix holds, which a generic plan cannot know.
     custom = "set_config('plan_cache_mode', 'force_custom_plan', true)"
@@ -628,7 +686,7 @@ def plan(
     ops: Iterable[Op],
     *,
     if_absent: bool = False,
-    stats: VectorStats | None = None,
+    stats: SearchStats | None = None,
 ) -> Plan:
     """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one transaction."""
     op_list, batch = plan_batch(ops)
@@ -642,12 +700,9 @@ def plan(
                 zip(queries, map(_vec_literal, check_vectors(embedded, len(queries), spec.dims)))
             )
     vectors = (yield from _embed_writes(t, spec, batch.writes)) if spec is not None else {}
-    ef = 100
-    if qvecs and spec is not None and spec.kind == "hnsw" and "ef_search" not in spec.ann:
-        stats = stats if stats is not None else VectorStats()
-        if stats.stale():
-            yield from _count_vectors(t, spec, stats)
-        ef = search_breadth(stats.count or 0, EF_SEARCH)
+    ef, narrow = 100, set[str]()
+    if qvecs and spec is not None and spec.kind != "exact":
+        ef, narrow = yield from _sizes(t, spec, batch.searches, stats or SearchStats())
 
     statements: list[Statement] = []
     if batch.gets:
@@ -659,12 +714,10 @@ def plan(
             searches.append((i, op, conds, len(statements), None))
             statements.append(_plain_search(t, op, conds))
         else:
-            n = (
-                None
-                if spec.kind == "exact"
-                else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
-            )
-            stmts = _vector_search(ef, t, spec, op, conds, qvec, n)
+            scan = spec.kind == "exact" or nsp.join(op.namespace_prefix) in narrow
+            n = None if scan and conds else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
+            n = None if spec.kind == "exact" else n
+            stmts = _vector_search(ef, t, spec, op, conds, qvec, n, exact=scan)
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
     lists = []

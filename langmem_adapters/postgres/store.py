@@ -22,11 +22,12 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
-from langmem_adapters.core.vectors import VectorStats
+from langmem_adapters.core.vectors import SearchStats
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.queries import (
     Round,
     Tables,
+    check_ann,
     plan,
     setup_plan,
     sweep_statements,
@@ -53,6 +54,7 @@ class ANNIndexConfig(TypedDict, total=False):
     ef_search: int
     nlist: int
     probes: int
+    exact_below: int
 
 
 class PostgresIndexConfig(IndexConfig, total=False):
@@ -73,7 +75,7 @@ class _PostgresConfig:
     """What the sync and async Postgres stores share beyond the common store base."""
 
     tables: Tables
-    _stats: VectorStats
+    _stats: SearchStats
     index_spec: Any
     ttl_config: TTLConfig | None
     # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
@@ -197,8 +199,9 @@ class PostgresStore(_PostgresConfig, SyncStore):
         """``pipe`` is accepted for compatibility with the official store and not needed: every
         round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
+        check_ann(self.index_spec)
         self.tables = Tables(table_prefix)
-        self._stats = VectorStats()
+        self._stats = SearchStats()
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = threading.Lock()
@@ -321,8 +324,9 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         """``pipe`` is accepted for compatibility with the official store and not needed: every
         round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
+        check_ann(self.index_spec)
         self.tables = Tables(table_prefix)
-        self._stats = VectorStats()
+        self._stats = SearchStats()
         self.conn = conn
         self._reopen = _reconnect_kwargs(conn)
         self._lock = asyncio.Lock()

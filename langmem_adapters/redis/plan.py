@@ -45,7 +45,7 @@ from langmem_adapters.core.ops import Write, load_json, plan_batch
 from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import (
     IndexSpec,
-    VectorStats,
+    SearchStats,
     check_vectors,
     extract_texts,
     search_breadth,
@@ -834,20 +834,6 @@ class _Searcher:
             hits, last, rows = self.records(reply)
         ok.sort(key=lambda r: r.sort_key)
         return ok[self.op.offset : self.need]
-
-
-@dataclass
-class SearchStats:
-    """Sizes that KNN queries are planned with: documents in the vector index, and per namespace
-    prefix how many documents it holds; each re-read at most once a minute."""
-
-    index: VectorStats = field(default_factory=VectorStats)
-    prefixes: dict[str, VectorStats] = field(default_factory=dict)
-
-    def prefix(self, token: str) -> VectorStats:
-        if token not in self.prefixes and len(self.prefixes) >= 4096:
-            self.prefixes.clear()
-        return self.prefixes.setdefault(token, VectorStats())
 
 
 def _total(reply: Any) -> int:

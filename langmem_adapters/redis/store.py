@@ -27,6 +27,7 @@ from langgraph.store.base import IndexConfig, Op, TTLConfig
 from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
 
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
+from langmem_adapters.core.vectors import SearchStats
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis.plan import (
     SCRIPTS,
@@ -34,7 +35,6 @@ from langmem_adapters.redis.plan import (
     Keys,
     Mode,
     Round,
-    SearchStats,
     plan,
     setup_plan,
     sweep_plan,

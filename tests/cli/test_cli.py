@@ -52,7 +52,9 @@ def _databases() -> Iterator[NewDB]:
         made.append(name)
         params = conninfo_to_dict(base)
         host = params.get("host", "localhost")
-        auth = params.get("user", "postgres") + (f":{params['password']}" if params.get("password") else "")
+        auth = params.get("user", "postgres") + (
+            f":{params['password']}" if params.get("password") else ""
+        )
         port = params.get("port", "5432")
         if str(host).startswith("/"):
             return f"postgresql://{auth}@/{name}?host={host}&port={port}"
@@ -79,7 +81,11 @@ def _fill(url: str, n: int = 6) -> None:
         store.setup()
         for i in range(n):
             ns = ("users", "ada") if i % 2 else ("users", "bob", "notes")
-            store.put(ns, f"k{i}", {"text": f"note {i} about tea ünïcode", "n": i, "nested": {"tags": ["a", i]}})
+            store.put(
+                ns,
+                f"k{i}",
+                {"text": f"note {i} about tea ünïcode", "n": i, "nested": {"tags": ["a", i]}},
+            )
         store.put(("users", "ada"), "temp", {"text": "short-lived"}, ttl=60)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
@@ -101,7 +107,14 @@ def test_demo_runs_offline_on_an_embedded_server(run: Run, tmp_path: Path) -> No
     code, out, err = run("demo", "--store", f"embedded:{tmp_path / 'pg'}")
     assert code == 0, err
     assert SCRIPTED_LABEL in out
-    for expected in ("stored:", "recalled:", "corrected:", "recalled as of", "lived in Paris", "superseded"):
+    for expected in (
+        "stored:",
+        "recalled:",
+        "corrected:",
+        "recalled as of",
+        "lived in Paris",
+        "superseded",
+    ):
         assert expected in out, expected
     # A second run starts from a clean slate: same story, no leftovers from the first.
     code, again, _ = run("demo", "--store", f"embedded:{tmp_path / 'pg'}")
@@ -139,7 +152,9 @@ def test_inspect_tree_items_search_and_json(run: Run, new_db: NewDB) -> None:
     assert listing["total"] == 4 and len(listing["items"]) == 4
     assert all(item["namespace"] == ["users", "ada"] for item in listing["items"])
 
-    code, out, _ = run("inspect", url, "-n", '["users","bob"]', "--filter", '{"n": {"$gte": 2}}', "--json")
+    code, out, _ = run(
+        "inspect", url, "-n", '["users","bob"]', "--filter", '{"n": {"$gte": 2}}', "--json"
+    )
     assert sorted(item["key"] for item in json.loads(out)["items"]) == ["k2", "k4"]
 
     code, out, _ = run("inspect", url, "-n", "users.ada", "--filter", '{"n": 3}')
@@ -153,7 +168,9 @@ def test_inspect_query_ranks_with_the_matching_embedder(run: Run, new_db: NewDB)
         store.setup()
         store.put(("docs",), "tea", {"text": "green tea is my favourite drink"})
         store.put(("docs",), "bike", {"text": "the bicycle needs new tyres"})
-    code, out, _ = run("inspect", url, "--query", "favourite tea drink", "--embed", "hash:32", "--json")
+    code, out, _ = run(
+        "inspect", url, "--query", "favourite tea drink", "--embed", "hash:32", "--json"
+    )
     assert code == 0
     items = json.loads(out)["items"]
     assert [i["key"] for i in items] == ["tea", "bike"]
@@ -177,23 +194,31 @@ def test_export_import_round_trip_is_lossless(run: Run, new_db: NewDB, tmp_path:
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     assert second == first
     # The target has vectors for its index: a query is ranked.
-    code, out, _ = run("inspect", target, "--query", "note about tea", "--embed", "hash:16", "--json")
+    code, out, _ = run(
+        "inspect", target, "--query", "note about tea", "--embed", "hash:16", "--json"
+    )
     assert all(item.get("score") is not None for item in json.loads(out)["items"])
 
 
-def test_import_from_stdin_and_bad_lines(run: Run, new_db: NewDB, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_import_from_stdin_and_bad_lines(
+    run: Run, new_db: NewDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import io
 
     url = new_db()
     now = datetime.now(timezone.utc).isoformat()
-    good = json.dumps({"namespace": ["a"], "key": "k", "value": {"x": 1}, "created_at": now, "updated_at": now})
+    good = json.dumps(
+        {"namespace": ["a"], "key": "k", "value": {"x": 1}, "created_at": now, "updated_at": now}
+    )
     monkeypatch.setattr("sys.stdin", io.StringIO(good + "\n\n"))
     code, _, err = run("import", url)
     assert code == 0 and "imported 1 item(s)" in err
 
     monkeypatch.setattr("sys.stdin", io.StringIO(good + "\n{not json\n"))
     code, _, err = run("-q", "import", url)
-    assert code == 1 and err.strip().splitlines() == ["error: line 2: not valid JSON (Expecting property name enclosed in double quotes)"]
+    assert code == 1 and err.strip().splitlines() == [
+        "error: line 2: not valid JSON (Expecting property name enclosed in double quotes)"
+    ]
 
 
 # --------------------------------------------------------------------------- migrate
@@ -218,8 +243,15 @@ def test_migrate_from_the_official_postgres_store(run: Run, new_db: NewDB, tmp_p
         official.put(("users", "bob"), "tmp", {"text": "temporary"}, ttl=30)
         stored = {(tuple(i.namespace), i.key): i for i in official.search(("users",), limit=10)}
     code, _, err = run(
-        "migrate", "--from", f"official+{source}", "--to", target, "--embed", "hash:16",
-        "--checkpoint", str(tmp_path / "ck.json"),
+        "migrate",
+        "--from",
+        f"official+{source}",
+        "--to",
+        target,
+        "--embed",
+        "hash:16",
+        "--checkpoint",
+        str(tmp_path / "ck.json"),
     )
     assert code == 0, err
     rows = _export(run, target, tmp_path / "t.jsonl")
@@ -242,7 +274,17 @@ def test_migrate_resumes_after_an_interruption_without_duplicates(
         store.setup()
         store.batch([_put(("bulk", str(i % 3)), f"item-{i:03d}", {"i": i}) for i in range(25)])
     checkpoint = tmp_path / "ck.json"
-    args = ["migrate", "--from", source, "--to", target, "--checkpoint", str(checkpoint), "--batch-size", "10"]
+    args = [
+        "migrate",
+        "--from",
+        source,
+        "--to",
+        target,
+        "--checkpoint",
+        str(checkpoint),
+        "--batch-size",
+        "10",
+    ]
     code, _, err = run(*args, "--limit", "12")
     assert code == 0, err
     assert "stopped after 12 item(s)" in err and checkpoint.exists()
@@ -255,7 +297,9 @@ def test_migrate_resumes_after_an_interruption_without_duplicates(
     assert "resuming after 12 item(s)" in err and "migrated 25 item(s)" in err
     assert not checkpoint.exists()
     with psycopg.connect(target) as conn:
-        assert conn.execute("SELECT count(*), count(DISTINCT (ns, key)) FROM langmem_store").fetchone() == (25, 25)
+        assert conn.execute(
+            "SELECT count(*), count(DISTINCT (ns, key)) FROM langmem_store"
+        ).fetchone() == (25, 25)
     assert _export(run, source, tmp_path / "s.jsonl") == _export(run, target, tmp_path / "t.jsonl")
 
 
@@ -276,7 +320,9 @@ def test_sweep_reports_how_many_expired_items_went(run: Run, new_db: NewDB) -> N
         store.put(("s",), "a", {"x": 2}, ttl=10)
         store.put(("s",), "b", {"x": 3}, ttl=10)
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("UPDATE langmem_store SET expires_at = now() - interval '1 minute' WHERE ttl_minutes IS NOT NULL")
+        conn.execute(
+            "UPDATE langmem_store SET expires_at = now() - interval '1 minute' WHERE ttl_minutes IS NOT NULL"
+        )
     code, out, _ = run("sweep", url, "--json")
     assert code == 0 and json.loads(out)["removed"] == 2
     code, out, _ = run("sweep", url)
@@ -303,12 +349,28 @@ def mistake_dbs() -> Iterator[tuple[str, str]]:
         (["inspect", "redis://localhost:1/0"], 1, "Redis"),
         (["inspect", "{db}", "--filter", "{bad json"], 2, "--filter is not valid JSON"),
         (["inspect", "{db}", "--filter", '{"n": {"$nope": 1}}'], 2, "unknown filter operator"),
-        (["inspect", "{db}", "-n", "no.such.namespace"], 1, "unknown namespace 'no.such.namespace'"),
+        (
+            ["inspect", "{db}", "-n", "no.such.namespace"],
+            1,
+            "unknown namespace 'no.such.namespace'",
+        ),
         (["inspect", "{empty}"], 1, "holds no langmem store"),
-        (["migrate", "--from", "{db}", "--to", "official+{db}"], 2, "--to must be one of this package's stores"),
-        (["migrate", "--from", "official+{empty}", "--to", "{db}"], 1, "no official LangGraph store"),
+        (
+            ["migrate", "--from", "{db}", "--to", "official+{db}"],
+            2,
+            "--to must be one of this package's stores",
+        ),
+        (
+            ["migrate", "--from", "official+{empty}", "--to", "{db}"],
+            1,
+            "no official LangGraph store",
+        ),
         (["migrate", "--from", "{db}", "--to", "{db}"], 2, "same store"),
-        (["import", "{db}", "--input", "/no/such/file.jsonl"], 1, "cannot read /no/such/file.jsonl"),
+        (
+            ["import", "{db}", "--input", "/no/such/file.jsonl"],
+            1,
+            "cannot read /no/such/file.jsonl",
+        ),
         (["export", "{db}", "--embed", "x"], 2, "unrecognized arguments"),
         (["inspect", "{db}", "--embed", "hash:zero"], 2, "--embed hash:DIMS"),
         (["frobnicate"], 2, "invalid choice"),
@@ -332,11 +394,17 @@ def test_python_dash_m_entry_point(tmp_path: Path) -> None:
 
     done = subprocess.run(
         [sys.executable, "-m", "langmem_adapters", "inspect", "postgresql://localhost:1/x"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1
-    assert done.stderr.startswith("error: cannot reach PostgreSQL") and "Traceback" not in done.stderr
-    help_ = subprocess.run([sys.executable, "-m", "langmem_adapters", "--help"], capture_output=True, text=True)
+    assert (
+        done.stderr.startswith("error: cannot reach PostgreSQL") and "Traceback" not in done.stderr
+    )
+    help_ = subprocess.run(
+        [sys.executable, "-m", "langmem_adapters", "--help"], capture_output=True, text=True
+    )
     assert help_.returncode == 0 and "migrate" in help_.stdout
 
 
@@ -347,8 +415,10 @@ def test_expiry_in_the_past_is_not_exported(run: Run, new_db: NewDB, tmp_path: P
         store.put(("e",), "gone", {"x": 1}, ttl=1)
         store.put(("e",), "kept", {"x": 2})
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("UPDATE langmem_store SET expires_at = %s WHERE key = 'gone'",
-                     [datetime.now(timezone.utc) - timedelta(seconds=1)])
+        conn.execute(
+            "UPDATE langmem_store SET expires_at = %s WHERE key = 'gone'",
+            [datetime.now(timezone.utc) - timedelta(seconds=1)],
+        )
     assert [r["key"] for r in _export(run, url, tmp_path / "e.jsonl")] == ["kept"]
 
 
@@ -367,10 +437,14 @@ def test_redis_round_trip_and_migrations_both_ways(
     pg, rd, rd2 = new_db(), _redis(modules), _redis(modules)
     _fill(pg)
     ck = str(tmp_path / "ck.json")
-    code, _, err = run("migrate", "--from", pg, "--to", rd, "--embed", "hash:16", "--checkpoint", ck)
+    code, _, err = run(
+        "migrate", "--from", pg, "--to", rd, "--embed", "hash:16", "--checkpoint", ck
+    )
     assert code == 0, err
     expected = _export(run, pg, tmp_path / "pg.jsonl")
-    assert _export(run, rd, tmp_path / "rd.jsonl") == _ms_expiry(expected)  # Redis keeps expiry in ms
+    assert _export(run, rd, tmp_path / "rd.jsonl") == _ms_expiry(
+        expected
+    )  # Redis keeps expiry in ms
     code, _, err = run("-q", "import", rd2, "--input", str(tmp_path / "rd.jsonl"))
     assert code == 0, err
     assert (tmp_path / "rd.jsonl").read_bytes() == _export_bytes(run, rd2, tmp_path / "rd2.jsonl")
@@ -392,7 +466,10 @@ def _ms_expiry(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         if row["expires_at"] is not None:
             when = datetime.fromisoformat(row["expires_at"])
-            row = {**row, "expires_at": when.replace(microsecond=when.microsecond // 1000 * 1000).isoformat()}
+            row = {
+                **row,
+                "expires_at": when.replace(microsecond=when.microsecond // 1000 * 1000).isoformat(),
+            }
         out.append(row)
     return out
 
@@ -425,8 +502,15 @@ def test_migrate_from_the_official_redis_store(run: Run, new_db: NewDB, tmp_path
         stored = {(tuple(i.namespace), i.key): i for i in official.search(("users",), limit=10)}
     target = new_db()
     code, _, err = run(
-        "migrate", "--from", f"official+{url}", "--to", target, "--checkpoint", str(tmp_path / "ck.json"),
-        "--batch-size", "2",
+        "migrate",
+        "--from",
+        f"official+{url}",
+        "--to",
+        target,
+        "--checkpoint",
+        str(tmp_path / "ck.json"),
+        "--batch-size",
+        "2",
     )
     assert code == 0, err
     rows = _export(run, target, tmp_path / "t.jsonl")

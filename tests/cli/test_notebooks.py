@@ -22,13 +22,17 @@ def test_there_are_notebooks() -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs_top_to_bottom(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     book = nbformat.read(path, as_version=4)
     assert all(not cell.get("outputs") for cell in book.cells if cell.cell_type == "code"), (
         f"{path.name} was committed with outputs; clear them"
     )
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(path.parents[1]), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(path.parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
     client = NotebookClient(
         book,
         timeout=120,
@@ -46,6 +50,13 @@ def _manager_for(python: str) -> type:
 
     class ThisPythonKernel(KernelManager):
         def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-            return [python, "-m", "ipykernel_launcher", "-f", self.connection_file, *(extra_arguments or [])]
+            return [
+                python,
+                "-m",
+                "ipykernel_launcher",
+                "-f",
+                self.connection_file,
+                *(extra_arguments or []),
+            ]
 
     return ThisPythonKernel

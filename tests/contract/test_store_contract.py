@@ -672,11 +672,17 @@ def test_backslash_text_that_looks_like_an_escape_roundtrips(make_store: StoreFa
     assert [i.key for i in store.search(("esc",), filter={"s": value["s"]})] == ["k"]
 
 
-def test_vector_search_in_a_writing_batch_sees_the_state_before_it(make_store: StoreFactory) -> None:
+def test_vector_search_in_a_writing_batch_sees_the_state_before_it(
+    make_store: StoreFactory,
+) -> None:
     store = make_store(index=hash_index(fields=["text"]))
-    store.batch([PutOp(("s",), f"k{i}", {"text": f"common words {i}", "rare": False}) for i in range(30)])
+    store.batch(
+        [PutOp(("s",), f"k{i}", {"text": f"common words {i}", "rare": False}) for i in range(30)]
+    )
     put = PutOp(("s",), "new", {"text": "common words", "rare": True})
     search = SearchOp(("s",), {"rare": True}, 10, 0, "common words")
     _, hits = store.batch([put, search])
     assert hits == []  # the filter is selective, so a fallback query runs: still before the put
-    assert [h.key for h in store.search(("s",), query="common words", filter={"rare": True})] == ["new"]
+    assert [h.key for h in store.search(("s",), query="common words", filter={"rare": True})] == [
+        "new"
+    ]

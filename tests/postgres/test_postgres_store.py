@@ -258,3 +258,85 @@ def test_pooled_concurrent_refreshes_and_writes_do_not_deadlock(dsn: str) -> Non
         for t in threads:
             t.join(60)
         assert not errors, errors[:2]
+
+
+def _exact_top(matrix: np.ndarray, q: np.ndarray, k: int) -> tuple[set[int], float]:
+    """Rows of the exact top k by cosine (unit vectors), and the k-th best score (for ties)."""
+    scores = matrix @ q
+    kth = float(np.sort(scores)[-k])
+    return {int(i) for i in np.flatnonzero(scores >= kth - 1e-6)}, kth
+
+
+def test_small_prefixes_are_searched_exactly_and_large_ones_through_the_index(dsn: str) -> None:
+    dims = 32
+    emb = HashEmbeddings(dims)
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(200)]
+    small = [" ".join(rng.sample(words, 6)) for _ in range(150)]
+    big = [" ".join(rng.sample(words, 6)) for _ in range(1100)]
+    with PostgresStore.from_conn_string(dsn, index=hash_index(dims=dims, fields=["text"])) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch([PutOp(("small",), str(i), {"text": t}) for i, t in enumerate(small)])
+        store.batch([PutOp(("big",), str(i), {"text": t}) for i, t in enumerate(big)])
+        matrix = np.array(emb.embed_documents(small))
+        for query in ("w1 w2 w3", "w10 w20", "w5 w50 w150 w7"):
+            want, _ = _exact_top(matrix, np.array(emb.embed_query(query)), 10)
+            got = store.search(("small",), query=query, limit=10)
+            assert len(got) == 10 and {int(r.key) for r in got} <= want, query
+        seen: list[str] = []
+        for offset in range(0, 150, 40):
+            seen += [
+                r.key for r in store.search(("small",), query="w1 w2", limit=40, offset=offset)
+            ]
+        assert sorted(seen) == sorted(str(i) for i in range(150))
+        for _ in range(6):  # psycopg prepares a statement on its 5th run
+            store.search(("small",), query="w1", limit=5)
+            store.search(("big",), query="w1", limit=5)
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection)
+        statements = [r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
+        # The small namespace: a scan the ANN index cannot serve ("+ 0"), kept as a generic plan;
+        # the large one: the ANN settings, then the index query.
+        assert any("+ 0, v.ns, v.key LIMIT" in s for s in statements)
+        assert any("hnsw.ef_search" in s for s in statements)
+        assert len(store.search(("big",), query="w1 w2", limit=10)) == 10
+        # The small namespace's query cannot use the ANN index ("+ 0"); the large one sets ef_search.
+        assert any("+ 0, v.ns, v.key LIMIT" in s for s in statements)
+    with pytest.raises(ValueError, match="exact_below"):
+        PostgresStore(
+            psycopg.connect(dsn), index={**hash_index(), "ann_index_config": {"exact_below": -1}}
+        )  # type: ignore[typeddict-item]
+
+
+@pytest.mark.parametrize("exact_below", [0, 1000])
+def test_vector_search_fills_pages_on_both_paths(dsn: str, exact_below: int) -> None:
+    """The ANN path (exact_below=0) and the exact scan give the same complete, ordered pages,
+    with a selective filter and with expired items among the nearest ones."""
+    index = {**hash_index(fields=["text"]), "ann_index_config": {"exact_below": exact_below}}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch(
+            [
+                PutOp(
+                    ("p",), f"k{i}", {"text": f"item number {i} word{i % 7}", "rare": i % 10 == 0}
+                )
+                for i in range(57)
+            ]
+        )
+        # Near-duplicates of the query that expire at once: the pool loses them.
+        store.batch(
+            [PutOp(("p",), f"gone{i}", {"text": "item word3"}, ttl=0.0005) for i in range(15)]
+        )
+        import time
+
+        time.sleep(0.1)
+        seen: list[str] = []
+        for offset in range(0, 57, 10):
+            page = store.search(("p",), query="item word3", limit=10, offset=offset)
+            assert len(page) == min(10, 57 - offset)
+            scores = [r.score for r in page]
+            assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+            seen += [r.key for r in page]
+        assert sorted(seen) == sorted(f"k{i}" for i in range(57))
+        rare = store.search(("p",), query="item word3", filter={"rare": True}, limit=10)
+        assert sorted(r.key for r in rare) == sorted(f"k{i}" for i in range(0, 57, 10))

@@ -123,12 +123,16 @@ def test_batch_is_all_or_nothing_when_the_connection_drops(modules: bool) -> Non
     admin = redis.Redis.from_url(url)
     for attempt in range(5):
         client = redis.Redis.from_url(url, client_name=f"victim{attempt}", retry_on_error=[])
-        store = RedisStore(client, prefix=_prefix(), index={"dims": 16, "embed": HashEmbeddings(16)})
+        store = RedisStore(
+            client, prefix=_prefix(), index={"dims": 16, "embed": HashEmbeddings(16)}
+        )
         store.setup()
         ops = [PutOp(("a", str(i % 7)), f"k{i}", {"text": f"item {i}"}) for i in range(3000)]
         errors: list[BaseException] = []
 
-        def write(store: RedisStore = store, ops: list[PutOp] = ops, errors: list[BaseException] = errors) -> None:
+        def write(
+            store: RedisStore = store, ops: list[PutOp] = ops, errors: list[BaseException] = errors
+        ) -> None:
             try:
                 store.batch(ops)
             except StoreConnectionError as exc:
@@ -139,7 +143,9 @@ def test_batch_is_all_or_nothing_when_the_connection_drops(modules: bool) -> Non
         time.sleep(0.01 * attempt)
         admin.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
         thread.join()
-        fresh = RedisStore(redis.Redis.from_url(url), prefix=store.keys.prefix, index=store.index_config)  # type: ignore[arg-type]
+        fresh = RedisStore(
+            redis.Redis.from_url(url), prefix=store.keys.prefix, index=store.index_config
+        )  # type: ignore[arg-type]
         found = fresh.search(("a",), limit=5000)
         assert len(found) in (0, 3000)
         hits = fresh.search(("a",), query="item 5", limit=5000)

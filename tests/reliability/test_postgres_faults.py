@@ -200,7 +200,10 @@ def test_password_auth_and_credentials_never_leak(
     assert "password authentication failed" in str(failed.value)
     assert secret not in str(failed.value)
     unreachable = f"postgresql://memuser:{secret}@127.0.0.1:1/postgres?connect_timeout=2"
-    with pytest.raises(psycopg.OperationalError) as failed, PostgresStore.from_conn_string(unreachable):
+    with (
+        pytest.raises(psycopg.OperationalError) as failed,
+        PostgresStore.from_conn_string(unreachable),
+    ):
         pass
     assert secret not in str(failed.value)
     assert secret not in caplog.text

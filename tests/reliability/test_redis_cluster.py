@@ -50,7 +50,9 @@ def client(cluster: list[servers.RedisProcess]) -> Iterator[RedisCluster]:
 
 @pytest.fixture
 async def aclient(cluster: list[servers.RedisProcess]) -> AsyncIterator[acluster.RedisCluster]:
-    rc = acluster.RedisCluster(startup_nodes=[acluster.ClusterNode("127.0.0.1", p.port) for p in cluster])
+    rc = acluster.RedisCluster(
+        startup_nodes=[acluster.ClusterNode("127.0.0.1", p.port) for p in cluster]
+    )
     yield rc
     await rc.aclose()
 
@@ -78,10 +80,21 @@ def test_namespaces_spread_over_the_nodes(client: RedisCluster) -> None:
 
 def test_contract_subset(client: RedisCluster) -> None:
     store = _store(client, index=hash_index(16))
-    store.batch([
-        PutOp(ns, f"k{j}", {"text": f"{ns[2]} note {j} about apples" if j % 2 else f"pears {j}", "n": j, "kind": ns[2]})
-        for ns in NAMESPACES for j in range(4)
-    ])
+    store.batch(
+        [
+            PutOp(
+                ns,
+                f"k{j}",
+                {
+                    "text": f"{ns[2]} note {j} about apples" if j % 2 else f"pears {j}",
+                    "n": j,
+                    "kind": ns[2],
+                },
+            )
+            for ns in NAMESPACES
+            for j in range(4)
+        ]
+    )
     ns = NAMESPACES[0]
     assert store.get(ns, "k1").value["n"] == 1  # type: ignore[union-attr]
     store.delete(ns, "k1")
@@ -89,15 +102,23 @@ def test_contract_subset(client: RedisCluster) -> None:
     store.put(ns, "k2", {"text": "pears again", "n": 2, "kind": ns[2]})  # now the newest
     assert [i.key for i in store.search(ns)] == ["k2", "k0", "k3"]  # one batch: ties ordered by key
     assert [i.key for i in store.search(ns, filter={"n": {"$gte": 2}})] == ["k2", "k3"]
-    assert [i.key for i in store.search(ns, filter={"n": {"$in": [0, 3]}, "kind": "memories"})] == ["k0", "k3"]
+    assert [i.key for i in store.search(ns, filter={"n": {"$in": [0, 3]}, "kind": "memories"})] == [
+        "k0",
+        "k3",
+    ]
     assert len(store.search(("users",), filter={"kind": "prefs"}, limit=100)) == 24
     hits = store.search(ns, query="memories note 3 about apples", limit=2)
     assert hits[0].key == "k3" and hits[0].score is not None and hits[0].score >= hits[1].score  # type: ignore[operator]
     assert len(store.search(("users",), query="apples", limit=30)) == 30
     assert store.list_namespaces(prefix=("users",), limit=100) == sorted(NAMESPACES)
-    assert store.list_namespaces(suffix=("prefs",), limit=100) == sorted(n for n in NAMESPACES if n[2] == "prefs")
+    assert store.list_namespaces(suffix=("prefs",), limit=100) == sorted(
+        n for n in NAMESPACES if n[2] == "prefs"
+    )
     assert store.list_namespaces(prefix=("users", "*", "memories"), max_depth=2, limit=3) == [
-        ("users", "u0"), ("users", "u1"), ("users", "u2")]
+        ("users", "u0"),
+        ("users", "u1"),
+        ("users", "u2"),
+    ]
     assert store.put_if_absent(ns, "k0", {"n": -1}) is False
     assert store.put_if_absent(ns, "new", {"n": -1}) is True
     assert store.get(ns, "k0").value["n"] == 0  # type: ignore[union-attr]
@@ -143,9 +164,13 @@ async def test_async_store_on_a_cluster(aclient: acluster.RedisCluster) -> None:
     store = AsyncRedisStore(aclient, prefix=f"c{uuid.uuid4().hex[:10]}", index=hash_index(16))  # type: ignore[arg-type]
     await store.setup()
     assert store.mode == "plain"
-    await store.abatch([PutOp(ns, "k", {"text": f"about {ns[1]}", "i": i}) for i, ns in enumerate(NAMESPACES)])
+    await store.abatch(
+        [PutOp(ns, "k", {"text": f"about {ns[1]}", "i": i}) for i, ns in enumerate(NAMESPACES)]
+    )
     assert (await store.aget(NAMESPACES[5], "k")).value["i"] == 5  # type: ignore[union-attr]
-    assert [i.namespace for i in await store.asearch(("users",), filter={"i": {"$lt": 2}})] == NAMESPACES[:2]
+    assert [
+        i.namespace for i in await store.asearch(("users",), filter={"i": {"$lt": 2}})
+    ] == NAMESPACES[:2]
     assert (await store.asearch(("users",), query="about u3", limit=1))[0].namespace[1] == "u3"
     await store.adelete(NAMESPACES[0], "k")
     assert await store.alist_namespaces(prefix=("users", "u0")) == [NAMESPACES[1]]

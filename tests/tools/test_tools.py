@@ -383,8 +383,14 @@ BAD_INPUT = [
     ),
     BadCase("manage", {"action": "update", "id": "{old}", "content": "x"}, "superseded by"),
     BadCase("manage", {"content": None}, "needs the memory text"),
-    BadCase("search", {"query": "x", "filter": {"priority": {"$regex": "a"}}}, "unknown filter operator"),
-    BadCase("search", {"query": "x", "filter": {"$or": [{"a": 1}]}}, "unknown filter operator '$or' at the top level"),
+    BadCase(
+        "search", {"query": "x", "filter": {"priority": {"$regex": "a"}}}, "unknown filter operator"
+    ),
+    BadCase(
+        "search",
+        {"query": "x", "filter": {"$or": [{"a": 1}]}},
+        "unknown filter operator '$or' at the top level",
+    ),
     BadCase("search", {"query": "x", "as_of": "last tuesday"}, "ISO 8601"),
     BadCase("search", {"query": "x", "limit": 0}, "limit must be at least 1"),
     BadCase("search", {"query": "x", "offset": -1}, "offset must be 0 or more"),
