@@ -178,7 +178,12 @@ class RedisStore(_RedisConfig, SyncStore):
             client = redis.Redis.from_url(client)
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
-        # One pooled connection the store keeps while a thread can have it (see ``_send``).
+        # One pooled connection the store keeps while a thread can have it (see ``_send``); not
+        # from a small or blocking pool, where it would starve the client's other users.
+        pool = getattr(client, "connection_pool", None)
+        self._keep = not isinstance(pool, redis.BlockingConnectionPool) and (
+            getattr(pool, "max_connections", 0) >= 16
+        )
         self._held: Any = None
         self._held_pid = 0
         self._held_lock = threading.Lock()
@@ -214,14 +219,15 @@ class RedisStore(_RedisConfig, SyncStore):
         On a single server this talks to a pooled connection directly: redis-py's pipeline costs more
         than the round trip itself. The store keeps one connection for whichever thread gets it
         first (checking out a pooled one costs about a tenth of a ``get``); a thread that finds it
-        busy checks one out of the pool. Cluster and single-connection clients use a pipeline.
+        busy, or a store on a small or blocking pool, checks one out per call. Cluster and
+        single-connection clients use a pipeline.
         """
         if self.cluster or self.client.connection is not None:
             pipe = self.client.pipeline(transaction=False)
             for call in request.calls:
                 pipe.execute_command(*_args(call))
             return pipe.execute(raise_on_error=False)
-        if not self._held_lock.acquire(blocking=False):  # another thread has it: take a pooled one
+        if not self._keep or not self._held_lock.acquire(blocking=False):
             return self._send_on(self.client.connection_pool.get_connection(), request, True)
         try:
             if self._held is None or self._held_pid != os.getpid():
@@ -236,6 +242,7 @@ class RedisStore(_RedisConfig, SyncStore):
             self._held_lock.release()
 
     def _send_on(self, conn: Any, request: Round, release: bool) -> list[Any]:
+        """Write the round on ``conn`` and read every reply; a failure closes the connection."""
         try:
             conn.send_packed_command([_pack(request.calls, conn.encoder)])
             return [_reply(conn) for _ in request.calls]

@@ -184,16 +184,49 @@ async def test_async_store_matches_sync(qe_client: redis.Redis) -> None:
 
 
 def test_store_made_from_a_url_closes_its_client() -> None:
+    import time
+
     import redis
 
     from tests import servers
 
     url = servers.redis_url(modules=False)
     admin = redis.Redis.from_url(url)
-    store = RedisStore(url, prefix="urlclient")
+    store = RedisStore(url + "?client_name=urlclient", prefix="urlclient")
     store.put(("u",), "k", {"v": 1})
     assert store.get(("u",), "k").value == {"v": 1}  # type: ignore[union-attr]
-    open_before = admin.info("clients")["connected_clients"]
+
+    def ours() -> int:
+        return sum(1 for c in admin.client_list() if c.get("name") == "urlclient")
+
+    assert ours() >= 1
     store.close()
-    assert admin.info("clients")["connected_clients"] == open_before - 1
+    deadline = time.monotonic() + 5  # the server notices a closed socket on its next event loop turn
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ours() == 0
     admin.close()
+
+
+def test_kept_connection_goes_back_and_small_pools_are_not_held(qe_client: redis.Redis) -> None:
+    """The store keeps one connection of a large pool between calls and gives it back on close();
+    from a small blocking pool it takes one per call, so the client's other users never starve."""
+    store = RedisStore(qe_client, prefix=_prefix())
+    store.put(("k",), "a", {"v": 1})
+    pool = qe_client.connection_pool
+    assert len(pool._in_use_connections) == 1  # type: ignore[attr-defined]
+    store.close()
+    assert len(pool._in_use_connections) == 0  # type: ignore[attr-defined]
+    kwargs = qe_client.connection_pool.connection_kwargs
+    small = redis.Redis(
+        connection_pool=redis.BlockingConnectionPool(
+            max_connections=1, timeout=2, host=kwargs["host"], port=kwargs["port"]
+        )
+    )
+    try:
+        other = RedisStore(small, prefix=_prefix())
+        other.put(("k",), "b", {"v": 2})
+        assert small.ping() is True  # would time out if the store kept the only connection
+        assert other.get(("k",), "b").value == {"v": 2}  # type: ignore[union-attr]
+    finally:
+        small.close()
