@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,6 +144,12 @@ def _maybe_big_int(value: Any) -> bool:
     return False
 
 
+# An integer literal of 9.2e18 or more has at least 19 digits in a row: without such a run in the
+# text, orjson's reading is already exact and the parsed value need not be walked.
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
+
+
 def load_json(text: str | bytes) -> Any:
     """Parse JSON that a store wrote: with orjson (several times faster on the read path), or with
     ``json`` where orjson would differ (integers beyond 64 bits, numbers beyond float range)."""
@@ -150,6 +157,9 @@ def load_json(text: str | bytes) -> Any:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
+    long = _LONG_DIGITS.search(text) if isinstance(text, str) else _LONG_DIGITS_BYTES.search(text)
+    if long is None:
+        return value
     return json.loads(text) if _maybe_big_int(value) else value
 
 

@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import takewhile
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from langgraph.store.base import (
@@ -44,8 +44,7 @@ __all__ = ["Round", "Statement", "Tables", "check_ann", "plan", "sweep_statement
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
-class Statement:
+class Statement(NamedTuple):
     """One SQL statement; ``fetch`` says whether its rows are wanted."""
 
     sql: str
@@ -53,8 +52,7 @@ class Statement:
     fetch: bool = True
 
 
-@dataclass(frozen=True)
-class Round:
+class Round(NamedTuple):
     """Statements sent in one round trip (one pipeline, hence one implicit transaction).
 
     ``tx`` opens an explicit transaction that lasts until the plan ends, for plans whose rounds must
@@ -284,14 +282,13 @@ def _rows(
     batch size, and far cheaper to send than a parameter per cell or array parameters).
 
     Column types are ``text``, ``float8`` or ``jsonb``; a ``jsonb`` cell is given as JSON text."""
-    names = ", ".join(name for name, _ in columns)
     if len(rows) == 1:
-        cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
-        return f"(SELECT {cells}) AS r({names})", list(rows[0])
+        return _row_source(tuple(columns)), list(rows[0])
     for i, (_, type_) in enumerate(columns):
         if type_ == "jsonb":  # JSON text already: embedded as it is
             rows = [(*row[:i], orjson.Fragment(row[i]), *row[i + 1 :]) for row in rows]
     carrier = orjson.dumps(rows).decode()
+    names = ", ".join(name for name, _ in columns)
     picks = ", ".join(
         f"j.r->{i}"
         if type_ == "jsonb"
@@ -304,6 +301,13 @@ def _rows(
         f"(SELECT {picks} FROM jsonb_array_elements(%s::jsonb) AS j(r)) AS r({names})",
         [carrier],
     )
+
+
+@lru_cache(maxsize=32)
+def _row_source(columns: tuple[tuple[str, str], ...]) -> str:
+    """The one-row source of ``_rows``: a parameter per cell."""
+    cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
+    return f"(SELECT {cells}) AS r({', '.join(name for name, _ in columns)})"
 
 
 KEY = (("ns", "text"), ("key", "text"))
@@ -691,6 +695,15 @@ def plan(
     """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one transaction."""
     op_list, batch = plan_batch(ops)
     results: list[Result] = [None] * len(op_list)
+    refresh: dict[tuple[str, str], None] = {}
+    if not (batch.searches or batch.lists or batch.writes):
+        # Only gets (the commonest batch): one statement, and none of the work below.
+        if batch.gets:
+            (rows,) = yield Round([_get_statement(t, batch.gets)])
+            _get_results(batch.gets, rows, results, refresh)
+        if refresh:
+            yield Round([_refresh_statement(t, list(refresh))])
+        return results
     qvecs: dict[str, str] = {}
     if spec is not None:
         queries = sorted({op.query for _, op, _ in batch.searches if op.query})
@@ -725,7 +738,9 @@ def plan(
         lists.append((i, len(statements)))
         statements.append(_list_statement(t, list_op))
     n_reads = len(statements)
-    item_writes, vector_writes = _write_statements(t, spec, batch.writes, vectors, if_absent)
+    item_writes, vector_writes = (
+        _write_statements(t, spec, batch.writes, vectors, if_absent) if batch.writes else ([], [])
+    )
     writes = item_writes if if_absent else item_writes + vector_writes
     # An exact fallback query runs in a later round; when the batch also writes, send the reads
     # first so that every read of the batch sees the state before its writes.
@@ -739,19 +754,8 @@ def plan(
         rows = yield Round(statements + writes, tx=if_absent)
         write_rows = rows[n_reads:]
 
-    refresh: dict[tuple[str, str], None] = {}
-
-    def track(row: Sequence[Any], wanted: bool) -> None:
-        if wanted and row[5] is not None:
-            refresh[(row[0], row[1])] = None
-
     if batch.gets:
-        found = {(r[0], r[1]): r for r in rows[0]}
-        for i, get_op in batch.gets:
-            row = found.get((nsp.join(get_op.namespace), get_op.key))
-            if row is not None:
-                track(row, get_op.refresh_ttl)
-            results[i] = _item(row) if row is not None else None
+        _get_results(batch.gets, rows[0], results, refresh)
     for i, op, conds, pos, n in searches:
         got = rows[pos]
         if op.query and spec is not None and qvecs.get(op.query):
@@ -768,8 +772,8 @@ def plan(
             results[i] = [_search_item(r, spec.score(float(r[6]))) for r in got]
         else:
             results[i] = [_search_item(r, None) for r in got]
-        for r in got:
-            track(r, op.refresh_ttl)
+        if op.refresh_ttl:
+            refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)
     for i, pos in lists:
         results[i] = [tuple(r[0]) for r in rows[pos]]
     if reads_first:
@@ -783,6 +787,23 @@ def plan(
             yield Round(vector_writes)
         return created
     return results
+
+
+def _get_results(
+    gets: list[tuple[int, GetOp]],
+    rows: list[Sequence[Any]],
+    results: list[Result],
+    refresh: dict[tuple[str, str], None],
+) -> None:
+    """Fill the gets' results from the get statement's rows; note the items whose TTL to refresh."""
+    found = {(r[0], r[1]): r for r in rows}
+    for i, op in gets:
+        row = found.get((nsp.join(op.namespace), op.key))
+        if row is None:
+            continue
+        if op.refresh_ttl and row[5] is not None:
+            refresh[(row[0], row[1])] = None
+        results[i] = _item(row)
 
 
 def _refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:

@@ -249,17 +249,16 @@ class PostgresStore(_PostgresConfig, SyncStore):
                 stack.callback(store.stop_ttl_sweeper)
             yield store
 
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(self, stack: ExitStack) -> psycopg.Connection[Any]:
+        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
         if isinstance(self.conn, ConnectionPool):
             # Queue here, without a deadline, rather than in the pool, whose wait times out.
-            with self._slots, self.conn.connection() as conn:
-                yield conn
-        else:
-            with self._lock:
-                if self.conn.broken or self.conn.closed:
-                    self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
-                yield self.conn
+            stack.enter_context(self._slots)
+            return stack.enter_context(self.conn.connection())
+        stack.enter_context(self._lock)
+        if self.conn.broken or self.conn.closed:
+            self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
+        return self.conn
 
     def _run(self, steps: Plan) -> Any:
         """Drive a plan: embed with the sync embedder, send rounds on one connection."""
@@ -274,7 +273,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
                             answer = self._embed(request)
                         else:
                             if conn is None:
-                                conn = stack.enter_context(self._connection())
+                                conn = self._connection(stack)
                             if (request.tx or not conn.autocommit) and not in_tx:
                                 stack.enter_context(conn.transaction())
                                 in_tx = True
@@ -373,20 +372,17 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
                 stack.push_async_callback(store.stop_ttl_sweeper)
             yield store
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def _connection(self, stack: AsyncExitStack) -> psycopg.AsyncConnection[Any]:
+        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
         if isinstance(self.conn, AsyncConnectionPool):
             # Queue here, without a deadline, rather than in the pool, whose wait times out: many
             # concurrent tasks then take turns instead of failing with PoolTimeout.
-            async with self._slots, self.conn.connection() as conn:
-                yield conn
-        else:
-            async with self._lock:
-                if self.conn.broken or self.conn.closed:
-                    self.conn = await psycopg.AsyncConnection.connect(
-                        **_reopen_kwargs(self._reopen)
-                    )
-                yield self.conn
+            await stack.enter_async_context(self._slots)
+            return await stack.enter_async_context(self.conn.connection())
+        await stack.enter_async_context(self._lock)
+        if self.conn.broken or self.conn.closed:
+            self.conn = await psycopg.AsyncConnection.connect(**_reopen_kwargs(self._reopen))
+        return self.conn
 
     async def _run(self, steps: Plan) -> Any:
         """Drive a plan with awaits: the same requests as the sync store, executed asynchronously."""
@@ -401,7 +397,7 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
                             answer = await self._aembed(request)
                         else:
                             if conn is None:
-                                conn = await stack.enter_async_context(self._connection())
+                                conn = await self._connection(stack)
                             if (request.tx or not conn.autocommit) and not in_tx:
                                 await stack.enter_async_context(conn.transaction())
                                 in_tx = True
