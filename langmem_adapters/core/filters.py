@@ -57,6 +57,10 @@ def has_nul(json_text: str) -> bool:
 
 
 def _check_json(value: Any, where: str) -> None:
+    if type(value) is str:  # the commonest operand: only NUL can make it unstorable
+        if "\x00" in value:
+            raise InvalidFilterError(f"filter operand for {where} contains a NUL character")
+        return
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:

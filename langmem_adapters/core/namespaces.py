@@ -7,6 +7,7 @@ form that backends may use for exact and prefix matching.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from langgraph.store.base import MatchCondition
 
@@ -20,8 +21,9 @@ def join(namespace: Sequence[str]) -> str:
     return SEP.join(namespace)
 
 
+@lru_cache(maxsize=4096)
 def split(text: str) -> tuple[str, ...]:
-    """The namespace of a text form made by :func:`join`."""
+    """The namespace of a text form made by :func:`join` (cached: results repeat namespaces)."""
     return tuple(text.split(SEP)) if text else ()
 
 

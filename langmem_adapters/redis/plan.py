@@ -41,6 +41,7 @@ from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem,
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
+from langmem_adapters.core.items import make_item, make_search_item
 from langmem_adapters.core.ops import Write, load_json, plan_batch
 from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import (
@@ -478,23 +479,23 @@ class Record:
         return (-self.updated, nsp.join(self.namespace), self.key)
 
     def item(self) -> Item:
-        return Item(
-            value=self.value,
-            key=self.key,
-            namespace=self.namespace,
-            created_at=_datetime(self.created),
-            updated_at=_datetime(self.updated),
+        return make_item(
+            self.namespace,
+            self.key,
+            self.value,
+            _datetime(self.created),
+            _datetime(self.updated),
         )
 
     def search_item(self, spec: IndexSpec | None) -> SearchItem:
         score = None if self.distance is None or spec is None else spec.score(self.distance)
-        return SearchItem(
-            namespace=self.namespace,
-            key=self.key,
-            value=self.value,
-            created_at=_datetime(self.created),
-            updated_at=_datetime(self.updated),
-            score=score,
+        return make_search_item(
+            self.namespace,
+            self.key,
+            self.value,
+            _datetime(self.created),
+            _datetime(self.updated),
+            score,
         )
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
+import pickle
 import threading
 import time
 from typing import Any
 
 import pytest
-from langgraph.store.base import ListNamespacesOp, MatchCondition, PutOp
+from langgraph.store.base import Item, ListNamespacesOp, MatchCondition, PutOp, SearchItem
 
 from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 
@@ -77,3 +79,29 @@ def test_concurrent_reads_refreshing_ttl_do_not_deadlock(
         t.join(60)
     assert not errors, errors[:2]
     assert len(store.search(("ttl",), limit=100)) == 60
+
+
+def test_results_are_complete_items(make_store: StoreFactory, backend: str) -> None:
+    """Results are langgraph's own Item / SearchItem with every slot set: equal to one built by
+    the constructor, serialisable, picklable and copyable like the official stores' results."""
+    store = make_store(index=hash_index())
+    store.put(("compat", "items"), "k", {"text": "hello world", "n": 1})
+    got = store.get(("compat", "items"), "k")
+    hits = store.search(("compat",), query="hello world")
+    listed = store.search(("compat",), filter={"n": 1})
+    assert got is not None and len(hits) == 1 and len(listed) == 1
+    for result, cls in ((got, Item), (hits[0], SearchItem), (listed[0], SearchItem)):
+        assert type(result) is cls
+        slots = [s for k in cls.__mro__ for s in getattr(k, "__slots__", ())]
+        assert all(hasattr(result, s) for s in slots), slots
+        assert result == Item(
+            value={"text": "hello world", "n": 1},
+            key="k",
+            namespace=("compat", "items"),
+            created_at=got.created_at,
+            updated_at=got.updated_at,
+        )
+        assert type(result.namespace) is tuple and result.created_at.tzinfo is not None
+        assert pickle.loads(pickle.dumps(result)) == result == copy.deepcopy(result)
+        assert result.dict()["namespace"] == ["compat", "items"] and repr(result)
+    assert isinstance(hits[0].score, float) and listed[0].score is None
