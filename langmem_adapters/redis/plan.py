@@ -29,9 +29,10 @@ import json
 import re
 import time
 from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
+from itertools import pairwise
 from json.encoder import encode_basestring
 from typing import Any, Literal
 
@@ -42,7 +43,7 @@ from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem,
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.items import make_item, make_search_item
-from langmem_adapters.core.ops import Write, load_json, plan_batch
+from langmem_adapters.core.ops import Write, has_long_number, load_json, plan_batch
 from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import (
     IndexSpec,
@@ -291,6 +292,19 @@ def _path_token(kind: str, path: tuple[str, ...]) -> str:
     return _token(kind, path)
 
 
+def _value_token(path: tuple[str, ...], value: Any) -> str:
+    """``_token("e", path, value)``, cached for strings and numbers (the type is part of the cache
+    key: ``True == 1`` in Python, but their tokens differ)."""
+    if type(value) in (str, int, float):
+        return _scalar_token(path, type(value).__name__, value)
+    return _token("e", path, value)
+
+
+@lru_cache(maxsize=8192)
+def _scalar_token(path: tuple[str, ...], _type: str, value: Any) -> str:
+    return _token("e", path, value)
+
+
 def _canon_json(v: Any) -> str:
     """JSON text that is equal exactly when values are ``json_equal`` (1 == 1.0, True != 1, key order ignored)."""
     if isinstance(v, str):
@@ -319,7 +333,7 @@ def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[
     out: list[str] = []
     for k, v in value.items():
         p = (*path, k)
-        out += [_path_token("x", p), _token("e", p, v)]
+        out += [_path_token("x", p), _value_token(p, v)]
         if isinstance(v, Mapping):
             out += _value_tokens(v, p)
     return out
@@ -334,7 +348,7 @@ def _pushdown(cond: Condition) -> str | None:
     if any(_INT.fullmatch(p) for p in cond.path):
         return None
     if cond.op in ("$eq", "$ne"):
-        clause = f"@t:{{{_token('e', cond.path, cond.value)}}}"
+        clause = f"@t:{{{_value_token(cond.path, cond.value)}}}"
         return clause if cond.op == "$eq" else f"-{clause}"
     if cond.op in ("$in", "$nin") and cond.value:
         clause = "@t:{" + " | ".join(_token("e", cond.path, v) for v in cond.value) + "}"
@@ -452,7 +466,7 @@ def _vector_dtype(spec: IndexSpec) -> tuple[str, type[np.floating[Any]]]:
 # --------------------------------------------------------------------------- records
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     """An item as read back: its JSON text fields decoded, plus score or vectors when asked for."""
 
@@ -465,12 +479,11 @@ class Record:
     distance: float | None = None
     raw_distance: float | None = None
     vectors: np.ndarray[Any, Any] | None = None
-    hashes: list[list[str]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, meta: Any, created: Any) -> Record:
         m = meta if isinstance(meta, dict) else load_json(meta)
-        return cls(tuple(m["ns"]), m["k"], m["v"], int(_s(created)), int(m["u"]), m["l"])
+        return cls(tuple(m["ns"]), m["k"], m["v"], int(created), int(m["u"]), m["l"])
 
     @property
     def sort_key(self) -> tuple[Any, ...]:
@@ -739,7 +752,8 @@ class _Searcher:
             qvec,
             ef,
         )
-        self.parts = [f"@p:{{{_token('n', op.namespace_prefix)}}}"] if op.namespace_prefix else []
+        prefix = tuple(op.namespace_prefix)
+        self.parts = [f"@p:{{{_path_token('n', prefix)}}}"] if prefix else []
         pushed = [_pushdown(c) for c in conds]
         self.parts += [c for c in pushed if c]
         self.exact = all(c is not None for c in pushed)  # the server answers every condition
@@ -799,10 +813,13 @@ class _Searcher:
 
     def records(self, reply: Any) -> tuple[int, float | None, list[Record]]:
         """How many rows the window held, the last one's distance, and the rows read back."""
-        hits, last, rows = load_json(reply)
+        # The reply's own numbers are counts, timestamps and distances; item values are inside its
+        # meta strings, which orjson reads exactly unless the reply holds a long number somewhere.
+        hits, last, rows = orjson.loads(reply)
+        read = load_json if has_long_number(reply) else orjson.loads
         out = []
         for fields, d in rows:
-            r = Record.parse(fields["$.m"][0], fields["$.c"][0])
+            r = Record.parse(read(fields["$.m"][0]), fields["$.c"][0])
             if d is not None and self.spec is not None:
                 d = r.raw_distance = float(d)
                 r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[
@@ -833,7 +850,9 @@ class _Searcher:
             window *= 4
             (reply,) = yield Round([self.call(window)])
             hits, last, rows = self.records(reply)
-        ok.sort(key=lambda r: r.sort_key)
+        primary = [r.distance if r.distance is not None else -r.updated for r in ok]
+        if any(a >= b for a, b in pairwise(primary)):  # else already in page order
+            ok.sort(key=lambda r: r.sort_key)
         return ok[self.op.offset : self.need]
 
 

@@ -197,11 +197,20 @@ def test_numbers_beyond_64_bits_and_float_extremes_round_trip(
 ) -> None:
     """The fast JSON reader declines these; the store must still read them back exactly."""
     store = _prepare(make_store, backend)
-    value = {"big": 2**70, "neg": -(2**65), "f": 1e300, "tiny": 5e-324, "list": [2**64, 0.1]}
+    value = {
+        "big": 2**70,
+        "neg": -(2**65),
+        "f": 1e300,
+        "tiny": 5e-324,
+        "list": [2**64, 0.1],
+        "edges": [2**63 - 1, 2**63, -(2**63) - 1, 10**18, 2**53 + 1, 9.3e18, -1.5e19],
+        "nested": {"deep": [{"n": 2**100}]},
+    }
     store.put(("fuzz",), "numbers", value)
     got = store.get(("fuzz",), "numbers")
     assert got is not None and got.value == value
     assert isinstance(got.value["big"], int) and isinstance(got.value["f"], float)
+    assert [type(x) for x in got.value["edges"]] == [int] * 5 + [float] * 2
     hits = store.search(("fuzz",), filter={"big": 2**70})
     assert [h.key for h in hits] == ["numbers"] and hits[0].value == value
 
