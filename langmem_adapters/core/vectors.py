@@ -104,7 +104,7 @@ def check_vectors(
         )
     out = [list(map(float, v)) for v in vectors]
     for v in out:
-        if not all(math.isfinite(x) for x in v):
+        if not all(map(math.isfinite, v)):
             raise EmbeddingDimensionError("embedder returned a vector with NaN or infinite values")
         if len(v) != dims:
             raise EmbeddingDimensionError(

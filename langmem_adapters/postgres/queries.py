@@ -456,18 +456,27 @@ def _vector_search(
             )
         ]
     ef = max(ef, candidates)
-    # Planned for its parameters every time: whether the ANN index or the namespace ranges serve a
-    # query depends on how much of the table the prefix holds, which a generic plan cannot know.
-    custom = "set_config('plan_cache_mode', 'force_custom_plan', true)"
+    if conditions:
+        # Planned for its parameters every time: whether the ANN index or the namespace ranges and
+        # item filters serve it depends on how much of the table they keep.
+        plan_mode = "set_config('plan_cache_mode', 'force_custom_plan', true)"
+    else:
+        # A prefix holding more than ``exact_below`` vectors, nothing else to filter: always the ANN
+        # index, so one plan is kept (planning cost ~0.4 ms a search). Without sorts allowed, the
+        # index is the only way to the nearest rows, whatever the unknown parameters suggest.
+        plan_mode = (
+            "set_config('plan_cache_mode', 'force_generic_plan', true), "
+            "set_config('enable_sort', 'off', true)"
+        )
     settings = Statement(
         "SELECT set_config('hnsw.ef_search', %s, true), "
-        f"set_config('hnsw.iterative_scan', 'relaxed_order', true), {custom}",
+        f"set_config('hnsw.iterative_scan', 'relaxed_order', true), {plan_mode}",
         [str(min(ef, 1000))],
     )
     if spec.kind == "ivfflat":
         settings = Statement(
             "SELECT set_config('ivfflat.probes', %s, true), "
-            f"set_config('ivfflat.iterative_scan', 'relaxed_order', true), {custom}",
+            f"set_config('ivfflat.iterative_scan', 'relaxed_order', true), {plan_mode}",
             [str(int(spec.ann.get("probes", 10)))],
         )
     if not conditions:
