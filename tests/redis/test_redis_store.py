@@ -230,3 +230,18 @@ def test_kept_connection_goes_back_and_small_pools_are_not_held(qe_client: redis
         assert other.get(("k",), "b").value == {"v": 2}  # type: ignore[union-attr]
     finally:
         small.close()
+
+
+def test_commands_are_packed_as_redis_py_packs_them() -> None:
+    """The store's own RESP writer sends byte for byte what redis-py would."""
+    from langmem_adapters.redis.plan import Call
+    from langmem_adapters.redis.store import _pack
+
+    conn = redis.Connection()
+    calls = [
+        Call(("SET", "k", "v")),
+        Call(("HSET", "ключ", "", b"\x00\x01\r\nblob", -7, 2**70, 1.5, 1e-300, "naïve ✓")),
+        Call((b"raw", "x" * 1000, 0)),
+    ]
+    expected = b"".join(b"".join(conn.pack_command(*c.args)) for c in calls)
+    assert _pack(calls, conn.encoder) == expected
