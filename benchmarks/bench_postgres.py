@@ -44,9 +44,11 @@ from psycopg.conninfo import make_conninfo
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from langmem_adapters.core.vectors import search_breadth
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore as OursStore
 from langmem_adapters.postgres import embedded_dsn
+from langmem_adapters.postgres.queries import EF_SEARCH
 
 Namespace = tuple[str, ...]
 Item = tuple[Namespace, str, dict[str, Any]]
@@ -464,9 +466,10 @@ def vector_search(
     matrix: np.ndarray,
     queries: list[str],
     scoped: bool,
+    metric: str | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
     """qps and mean recall@10 of ``search(prefix, query=...)``, globally or within one namespace."""
-    metric = "vector search (in namespace)" if scoped else "vector search (global)"
+    metric = metric or ("vector search (in namespace)" if scoped else "vector search (global)")
     qmat = embed_matrix(queries, matrix.shape[1])
     everything = np.arange(matrix.shape[0])
 
@@ -518,6 +521,17 @@ def phase_vectors(
             qps, recalls = vector_search(runner, stores, data, matrix, queries, scoped)
             metric = "vector search (in namespace)" if scoped else "vector search (global)"
             out[metric], rec[metric] = qps, recalls
+        official = stores["official"]
+        if isinstance(official, OfficialStore) and isinstance(official.conn, psycopg.Connection):
+            # The official store sets no ef_search (pgvector's default 40 gives it a lower recall):
+            # the same search with ours' breadth on its session compares the two at equal recall.
+            ef = search_breadth(len(data.items), EF_SEARCH)
+            official.conn.execute(f"SET hnsw.ef_search = {ef}")
+            metric = EQUAL_EF
+            out[metric], rec[metric] = vector_search(
+                runner, stores, data, matrix, queries, False, metric
+            )
+            official.conn.execute("RESET hnsw.ef_search")
 
         def put(store: BaseStore, i: int) -> None:
             ns = data.namespaces[i % len(data.namespaces)]
@@ -591,6 +605,9 @@ def phase_recall_100k(runner: Runner, base_dsn: str, n: int) -> dict[str, float]
 # --------------------------------------------------------------------------- reporting
 
 
+EQUAL_EF = "vector search (global, official at our ef_search)"
+
+
 def median_results(runs: list[Results]) -> Results:
     """Per metric and store, the median over repetitions."""
     merged: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -613,6 +630,7 @@ ORDER = [
     "indexed update (text unchanged)",
     "indexed update (text unchanged, 5 ms model)",
     "vector search (global)",
+    EQUAL_EF,
     "vector search (in namespace)",
 ]
 
