@@ -17,8 +17,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langmem_adapters.errors import InvalidFilterError
 
@@ -39,8 +38,7 @@ MISSING: Any = object()
 _INDEX = re.compile(r"-?[0-9]+")
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(NamedTuple):
     """One test on one path of an item's value."""
 
     path: tuple[str, ...]
@@ -123,12 +121,12 @@ def parse_filter(filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
     """Validate a filter and turn it into conditions; raises ``InvalidFilterError`` naming the problem."""
     if filter is None:
         return ()
-    if not isinstance(filter, Mapping):
+    if type(filter) is not dict and not isinstance(filter, Mapping):
         raise InvalidFilterError(f"filter must be a dict, got {type(filter).__name__}")
     conditions: list[Condition] = []
     for key, spec in filter.items():
         path = _parse_path(key)
-        if isinstance(spec, Mapping) and any(
+        if type(spec) is not str and isinstance(spec, Mapping) and any(
             isinstance(k, str) and k.startswith("$") for k in spec
         ):
             for op, operand in spec.items():
