@@ -348,6 +348,38 @@ def test_search_without_query_is_newest_first(make_store: StoreFactory, backend:
     assert all(i.score is None for i in store.search(("o",)))
 
 
+def test_pages_through_ties_are_complete_and_ordered(
+    make_store: StoreFactory, backend: str
+) -> None:
+    """Items of one batch share updated_at: pages cut through such ties anywhere and still list
+    every match once, newest batch first, then by namespace and key."""
+    ours_only(backend, "InMemoryStore returns insertion order")
+    store = make_store()
+    for b in range(3):
+        store.batch(
+            [
+                PutOp(("t", ns), f"b{b}k{i:02d}", {"kind": "a" if i % 3 else "b"})
+                for ns in ("y", "x")
+                for i in range(9)
+            ]
+        )
+        time.sleep(0.002)
+    newest_first = [
+        (("t", ns), f"b{b}k{i:02d}") for b in (2, 1, 0) for ns in ("x", "y") for i in range(9)
+    ]
+    for flt, want in (
+        (None, newest_first),
+        ({"kind": "a"}, [x for x in newest_first if int(x[1][-2:]) % 3]),
+    ):
+        for size in (1, 4, 7, 10):
+            got = [
+                (tuple(r.namespace), r.key)
+                for offset in range(0, len(want) + size, size)
+                for r in store.search(("t",), filter=flt, limit=size, offset=offset)
+            ]
+            assert got == want, (flt, size)
+
+
 @pytest.mark.parametrize("kw", [{"limit": -1}, {"offset": -1}])
 def test_negative_paging_rejected(
     make_store: StoreFactory, backend: str, kw: dict[str, int]
