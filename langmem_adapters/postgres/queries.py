@@ -358,9 +358,11 @@ def _plain_search(t: Tables, op: SearchOp, conditions: tuple[Condition, ...]) ->
 
 
 # HNSW search breadth by table size, for recall@10 >= 0.95 against exact search with pgvector's
-# default build (m=16, ef_construction=64) on hard, weakly clustered data: measured 0.976 at 10k
-# items with 100 and 0.973 at 100k with 400 (100 gave only 0.81 there).
-EF_SEARCH = ((20_000, 100), (50_000, 200), (50_001, 400))
+# default build (m=16, ef_construction=64) on hard, weakly clustered data, with margin for the spread
+# between builds and query sets: measured 0.975-0.982 at 10k vectors with 100, 0.965-0.971 at 20k
+# with 120 (100 gave 0.951-0.957), 0.980-0.988 at 50k with 300 (200 gave 0.956-0.964) and
+# 0.977-0.981 at 100k with 400. Beyond 100k (not measured) a broader search: recall falls with size.
+EF_SEARCH = ((12_000, 100), (20_000, 140), (50_000, 300), (100_000, 400), (100_001, 600))
 
 
 # Up to this many vectors under a prefix, a search scans them exactly (no ANN index): as fast as the
@@ -394,7 +396,8 @@ def _sizes(
         nsp.join(op.namespace_prefix): op.namespace_prefix for _, op, _ in searches if op.query
     }
     stale = sorted(p for p in prefixes if stats.prefix(p).stale())
-    counts = [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {vt} LIMIT 50001) AS v")]
+    cap = EF_SEARCH[-1][0]  # enough to pick the schedule's step
+    counts = [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {vt} LIMIT {cap}) AS v")]
     counts = counts if stats.index.stale() else []
     for p in stale:
         cond, params = _ns_condition("v.ns", prefixes[p], estimable=True)
