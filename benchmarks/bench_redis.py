@@ -72,12 +72,18 @@ def server_info(dsn: str) -> dict[str, str]:
 
 
 @contextmanager
-def open_stores(url: str, schema: str, *, indexed: bool, dims: int) -> Iterator[dict[str, BaseStore]]:
+def open_stores(
+    url: str, schema: str, *, indexed: bool, dims: int
+) -> Iterator[dict[str, BaseStore]]:
     """Both stores on fresh prefixes of the same server, set up as their docs say."""
     tag = uuid.uuid4().hex[:8]
     with ExitStack() as stack:
         ours = stack.enter_context(
-            OursStore.from_conn_string(url, index=bench.index_config(dims) if indexed else None, prefix=f"ours{tag}")  # type: ignore[arg-type]
+            OursStore.from_conn_string(
+                url,
+                index=bench.index_config(dims) if indexed else None,  # type: ignore[arg-type]
+                prefix=f"ours{tag}",
+            )
         )
         official = stack.enter_context(
             OfficialStore.from_conn_string(
@@ -93,7 +99,13 @@ def open_stores(url: str, schema: str, *, indexed: bool, dims: int) -> Iterator[
 
 @contextmanager
 def _ours_only(url: str, *, index: dict[str, Any] | None = None) -> Iterator[OursStore]:
-    with OursStore.from_conn_string(url, index=index, prefix=f"ours{uuid.uuid4().hex[:8]}") as store:  # type: ignore[arg-type]
+    with (
+        OursStore.from_conn_string(
+            url,
+            index=index,  # type: ignore[arg-type]
+            prefix=f"ours{uuid.uuid4().hex[:8]}",
+        ) as store
+    ):
         yield store
 
 
@@ -104,18 +116,32 @@ def plain_sizes(url: str, sizes: Sequence[int], dims: int) -> list[dict[str, flo
     vocab = bench.make_vocab(rng)
     ns = ("bench", "one")
     for n in sizes:
-        with OursStore.from_conn_string(
-            url, index=bench.index_config(dims), prefix=f"plain{uuid.uuid4().hex[:8]}", mode="plain"  # type: ignore[arg-type]
-        ) as store:
+        with (
+            OursStore.from_conn_string(
+                url,
+                index=bench.index_config(dims),  # type: ignore[arg-type]
+                prefix=f"plain{uuid.uuid4().hex[:8]}",
+                mode="plain",
+            ) as store
+        ):
             for start in range(0, n, 500):
-                store.batch([
-                    PutOp(ns, f"m{i}", {"text": bench.random_text(rng, vocab, 12), "kind": bench.KINDS[i % 5]})
-                    for i in range(start, min(n, start + 500))
-                ])
+                store.batch(
+                    [
+                        PutOp(
+                            ns,
+                            f"m{i}",
+                            {"text": bench.random_text(rng, vocab, 12), "kind": bench.KINDS[i % 5]},
+                        )
+                        for i in range(start, min(n, start + 500))
+                    ]
+                )
             row: dict[str, float] = {"items": n}
             for label, call in (
                 ("filtered search ms", lambda: store.search(ns, filter={"kind": "note"}, limit=10)),
-                ("vector search ms", lambda: store.search(ns, query=bench.random_text(rng, vocab, 6), limit=10)),
+                (
+                    "vector search ms",
+                    lambda: store.search(ns, query=bench.random_text(rng, vocab, 6), limit=10),
+                ),
             ):
                 reps = max(3, min(50, 200_000 // n))
                 t0 = time.perf_counter()
@@ -123,8 +149,11 @@ def plain_sizes(url: str, sizes: Sequence[int], dims: int) -> list[dict[str, flo
                     call()
                 row[label] = (time.perf_counter() - t0) / reps * 1000
             rows.append(row)
-            print(f"  plain mode, {n:>7,} items in one namespace: " + ", ".join(
-                f"{k} {v:.1f}" for k, v in row.items() if k != "items"), flush=True)
+            print(
+                f"  plain mode, {n:>7,} items in one namespace: "
+                + ", ".join(f"{k} {v:.1f}" for k, v in row.items() if k != "items"),
+                flush=True,
+            )
     return rows
 
 
@@ -170,8 +199,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             recall_runs.append(recalls)
             print(bench.render(bench.table_rows(rates, recalls), markdown=False), flush=True)
         rows = bench.table_rows(bench.median_results(rate_runs), bench.median_results(recall_runs))
-        print(f"\nMedian of {cfg.repeat} run(s), N={cfg.n} items in {cfg.namespaces} namespaces, "
-              f"dims={cfg.dims}, batch rows = batches of {bench.BATCH} items/s:")
+        print(
+            f"\nMedian of {cfg.repeat} run(s), N={cfg.n} items in {cfg.namespaces} namespaces, "
+            f"dims={cfg.dims}, batch rows = batches of {bench.BATCH} items/s:"
+        )
         print(bench.render(rows, markdown=args.markdown))
         report.update({"rows": rows, "runs": rate_runs, "recall_runs": recall_runs})
     if args.recall_100k or args.only_recall_100k:
@@ -180,7 +211,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for k, v in big.items():
             print(f"  {k}: {v:,.3f}" if isinstance(v, float) else f"  {k}: {v}")
         report["recall_100k"] = big
-    report.update(errors=dict(runner.errors), mismatches=dict(runner.mismatches), messages=runner.messages)
+    report.update(
+        errors=dict(runner.errors), mismatches=dict(runner.mismatches), messages=runner.messages
+    )
     report["seconds"] = time.perf_counter() - t_start
     print(f"\nerrors: {sum(runner.errors.values())} {dict(runner.errors) or ''}")
     print(f"mismatches: {sum(runner.mismatches.values())} {dict(runner.mismatches) or ''}")

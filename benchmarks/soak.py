@@ -40,14 +40,19 @@ def open_store(backend: str, clients: int) -> Iterator[BaseStore]:
     index = {"dims": DIMS, "embed": HashEmbeddings(DIMS), "fields": ["text"]}
     if backend == "postgres":
         with PostgresStore.from_conn_string(
-            servers.postgres_dsn(), index=index, pool_config={"max_size": clients}, table_prefix="soak"
+            servers.postgres_dsn(),
+            index=index,
+            pool_config={"max_size": clients},
+            table_prefix="soak",
         ) as pg:
             pg.setup()
             yield pg
         return
     mode = "query_engine" if backend == "redis-qe" else "plain"
     url = servers.redis_url(modules=backend == "redis-qe")
-    with RedisStore.from_conn_string(url, index=index, prefix=f"soak{random.randrange(10**9)}", mode=mode) as rs:
+    with RedisStore.from_conn_string(
+        url, index=index, prefix=f"soak{random.randrange(10**9)}", mode=mode
+    ) as rs:
         rs.setup()
         yield rs
 
@@ -120,7 +125,9 @@ def main() -> int:
     seconds = 4.0 if args.quick else args.seconds
     backends = BACKENDS if args.backend == "all" else [args.backend]
     results: dict[str, dict[str, object]] = {}
-    print(f"soak: {args.clients} clients, {seconds:g} s per backend, mix 45% get / 30% put / 15% filter / 10% vector")
+    print(
+        f"soak: {args.clients} clients, {seconds:g} s per backend, mix 45% get / 30% put / 15% filter / 10% vector"
+    )
     print(f"{'backend':<12} {'op':<7} {'count':>7} {'p50 ms':>8} {'p99 ms':>8}")
     for backend in backends:
         with open_store(backend, args.clients) as store:
@@ -129,7 +136,9 @@ def main() -> int:
         for op in ("get", "put", "search", "vector"):
             stats = report.get(op)
             if isinstance(stats, dict):
-                print(f"{backend:<12} {op:<7} {stats['count']:>7} {stats['p50_ms']:>8} {stats['p99_ms']:>8}")
+                print(
+                    f"{backend:<12} {op:<7} {stats['count']:>7} {stats['p50_ms']:>8} {stats['p99_ms']:>8}"
+                )
         print(f"{backend:<12} errors: {report['errors']} {report['first_errors'] or ''}")
     if args.json:
         with open(args.json, "w") as fh:

@@ -126,8 +126,10 @@ def parse_filter(filter: Mapping[str, Any] | None) -> tuple[Condition, ...]:
     conditions: list[Condition] = []
     for key, spec in filter.items():
         path = _parse_path(key)
-        if type(spec) is not str and isinstance(spec, Mapping) and any(
-            isinstance(k, str) and k.startswith("$") for k in spec
+        if (
+            type(spec) is not str
+            and isinstance(spec, Mapping)
+            and any(isinstance(k, str) and k.startswith("$") for k in spec)
         ):
             for op, operand in spec.items():
                 if op not in OPERATORS:

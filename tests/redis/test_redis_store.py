@@ -201,7 +201,8 @@ def test_store_made_from_a_url_closes_its_client() -> None:
 
     assert ours() >= 1
     store.close()
-    deadline = time.monotonic() + 5  # the server notices a closed socket on its next event loop turn
+    # The server notices a closed socket on its next event loop turn.
+    deadline = time.monotonic() + 5
     while ours() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert ours() == 0
