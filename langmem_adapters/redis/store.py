@@ -24,7 +24,7 @@ import redis.asyncio as aredis
 import redis.asyncio.cluster as acluster
 import redis.cluster
 from langgraph.store.base import IndexConfig, Op, TTLConfig
-from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
+from redis.exceptions import ClusterDownError, MaxConnectionsError, NoScriptError, ResponseError
 
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
 from langmem_adapters.core.vectors import SearchStats
@@ -50,6 +50,11 @@ _LOST = (redis.ConnectionError, redis.TimeoutError, ClusterDownError)
 
 
 def _lost(exc: Exception) -> StoreConnectionError:
+    if isinstance(exc, MaxConnectionsError):
+        return StoreConnectionError(
+            f"the Redis client's connection pool is exhausted ({exc}); nothing was sent; give the client "
+            "a BlockingConnectionPool (as from_conn_string and a URL do) or a larger max_connections"
+        )
     if isinstance(exc, redis.AuthenticationError):
         return StoreConnectionError(f"Redis refused the credentials ({exc}); nothing was sent")
     if "refused" in str(exc).lower():
@@ -61,6 +66,35 @@ def _lost(exc: Exception) -> StoreConnectionError:
         "Lua script call (one per namespace on a Redis Cluster), so they were applied whole or not at all; "
         "the store reconnects on its next call"
     )
+
+
+# Connections of the pool a store makes for a URL: tasks and threads beyond it wait for one.
+POOL_SIZE = 64
+
+
+def _one_client(client: Any, alias: Any, alias_name: str) -> Any:
+    """The client (or URL) given positionally or under the official store's keyword, not both."""
+    if client is not None and alias is not None:
+        raise TypeError(f"pass the Redis client once: positionally or as {alias_name}=, not both")
+    if client is None and alias is None:
+        raise TypeError(f"a Redis client or URL is required (positionally or as {alias_name}=)")
+    return client if client is not None else alias
+
+
+def _one_prefix(prefix: str | None, store_prefix: str | None) -> str:
+    """``prefix``, or the official stores' ``store_prefix`` under its name here."""
+    if prefix is not None and store_prefix is not None and prefix != store_prefix:
+        raise TypeError("pass the key prefix once: as prefix= or as store_prefix=, not both")
+    return prefix or store_prefix or "langmem"
+
+
+def _check_cluster_mode(cluster_mode: bool | None, cluster: bool) -> None:
+    """The official stores' ``cluster_mode``: here the client's type decides; a mismatch is an error."""
+    if cluster_mode is not None and bool(cluster_mode) != cluster:
+        kind = "a RedisCluster client" if cluster else "a single-server client"
+        raise ValueError(
+            f"cluster_mode={cluster_mode!r} does not match the client, which is {kind}"
+        )
 
 
 def _args(call: Call) -> tuple[Any, ...]:
@@ -171,26 +205,39 @@ class RedisStore(_RedisConfig, SyncStore):
 
     def __init__(
         self,
-        client: redis.Redis | redis.cluster.RedisCluster | str,
+        client: redis.Redis | redis.cluster.RedisCluster | str | None = None,
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        prefix: str = "langmem",
+        prefix: str | None = None,
         mode: ModeOption = "auto",
+        conn: redis.Redis | redis.cluster.RedisCluster | None = None,
+        store_prefix: str | None = None,
+        vector_prefix: str | None = None,
+        cluster_mode: bool | None = None,
     ) -> None:
+        """``client`` is a redis-py client or a URL. ``conn``, ``store_prefix`` (= ``prefix``,
+        default ``"langmem"``) and ``cluster_mode`` are the official store's names, accepted so that
+        switching is one import; ``vector_prefix`` is accepted and unused (vectors live in each
+        item's own key)."""
+        client = _one_client(client, conn, "conn")
         self._configure(index, ttl)
-        self._configure_redis(prefix, mode)
+        self._configure_redis(_one_prefix(prefix, store_prefix), mode)
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
         self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, as the official stores accept
             client = redis.Redis.from_url(client)
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
+        _check_cluster_mode(cluster_mode, self.cluster)
         # One pooled connection the store keeps while a thread can have it (see ``_send``); not
         # from a small or blocking pool, where it would starve the client's other users.
         pool = getattr(client, "connection_pool", None)
-        self._keep = not isinstance(pool, redis.BlockingConnectionPool) and (
-            getattr(pool, "max_connections", 0) >= 16
+        max_connections = getattr(pool, "max_connections", 0)
+        self._keep = (
+            not isinstance(pool, redis.BlockingConnectionPool)
+            and isinstance(max_connections, int)
+            and max_connections >= 16
         )
         self._held: Any = None
         self._held_pid = 0
@@ -204,13 +251,22 @@ class RedisStore(_RedisConfig, SyncStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        prefix: str = "langmem",
+        prefix: str | None = None,
         mode: ModeOption = "auto",
+        store_prefix: str | None = None,
+        vector_prefix: str | None = None,
     ) -> Iterator[RedisStore]:
         """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), yield a set-up store, close on exit."""
         client = redis.Redis.from_url(url)
         try:
-            store = cls(client, index=index, ttl=ttl, prefix=prefix, mode=mode)
+            store = cls(
+                client,
+                index=index,
+                ttl=ttl,
+                prefix=_one_prefix(prefix, store_prefix),
+                mode=mode,
+                vector_prefix=vector_prefix,
+            )
             store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 store.start_ttl_sweeper()
@@ -220,6 +276,13 @@ class RedisStore(_RedisConfig, SyncStore):
                 store.stop_ttl_sweeper()
         finally:
             client.close()
+
+    def __enter__(self) -> RedisStore:
+        """``with RedisStore(...) as store:`` closes the store (see :meth:`close`) on exit."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _send(self, request: Round) -> list[Any]:
         """Send a round's commands in one write and read the raw replies (errors as values).
@@ -316,20 +379,40 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
 
     def __init__(
         self,
-        client: aredis.Redis | acluster.RedisCluster | str,
+        client: aredis.Redis | acluster.RedisCluster | str | None = None,
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        prefix: str = "langmem",
+        prefix: str | None = None,
         mode: ModeOption = "auto",
+        redis_url: str | None = None,
+        redis_client: aredis.Redis | acluster.RedisCluster | None = None,
+        connection_args: dict[str, Any] | None = None,
+        store_prefix: str | None = None,
+        vector_prefix: str | None = None,
+        cluster_mode: bool | None = None,
     ) -> None:
+        """``client`` is a ``redis.asyncio`` client or a URL; for a URL the store makes a client whose
+        pool blocks when all its connections are busy, so many concurrent tasks queue instead of
+        failing. ``redis_url`` / ``redis_client``, ``connection_args`` (for that client),
+        ``store_prefix`` (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official
+        store's names; ``vector_prefix`` is accepted and unused (vectors live in each item's key)."""
+        if redis_url is not None and redis_client is not None:
+            raise TypeError("pass redis_url= or redis_client=, not both")
+        client = _one_client(client, redis_url or redis_client, "redis_url/redis_client")
         self._configure(index, ttl)
-        self._configure_redis(prefix, mode)
+        self._configure_redis(_one_prefix(prefix, store_prefix), mode)
         self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, like the official AsyncRedisStore(redis_url)
-            client = aredis.Redis.from_url(client)
+            options = {"max_connections": POOL_SIZE, **(connection_args or {})}
+            client = aredis.Redis.from_pool(
+                aredis.BlockingConnectionPool.from_url(client, **options)
+            )
+        elif connection_args:
+            raise TypeError("connection_args apply to a URL, not to a client already made")
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
+        _check_cluster_mode(cluster_mode, self.cluster)
         self._bind_loop()
 
     @classmethod
@@ -340,28 +423,36 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         *,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
-        prefix: str = "langmem",
+        prefix: str | None = None,
         mode: ModeOption = "auto",
+        store_prefix: str | None = None,
+        vector_prefix: str | None = None,
     ) -> AsyncIterator[AsyncRedisStore]:
-        """Async context manager twin of :meth:`RedisStore.from_conn_string`.
-
-        The client's pool blocks when all its connections are busy, so many concurrent tasks queue
-        instead of failing with ``MaxConnectionsError``.
+        """Async context manager twin of :meth:`RedisStore.from_conn_string`, on a blocking pool
+        (see ``__init__``): many concurrent tasks queue instead of failing with ``MaxConnectionsError``.
         """
-        client = aredis.Redis.from_pool(
-            aredis.BlockingConnectionPool.from_url(url, max_connections=64)
+        store = cls(
+            url,
+            index=index,
+            ttl=ttl,
+            prefix=_one_prefix(prefix, store_prefix),
+            mode=mode,
+            vector_prefix=vector_prefix,
         )
         try:
-            store = cls(client, index=index, ttl=ttl, prefix=prefix, mode=mode)
             await store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 await store.start_ttl_sweeper()
-            try:
-                yield store
-            finally:
-                await store.stop_ttl_sweeper()
+            yield store
         finally:
-            await client.aclose()
+            await store.aclose()
+
+    async def __aenter__(self) -> AsyncRedisStore:
+        """``async with AsyncRedisStore(...) as store:`` closes the store (see :meth:`aclose`) on exit."""
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _execute(self, request: Round) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)

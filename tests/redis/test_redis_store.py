@@ -246,3 +246,88 @@ def test_commands_are_packed_as_redis_py_packs_them() -> None:
     ]
     expected = b"".join(b"".join(conn.pack_command(*c.args)) for c in calls)
     assert _pack(calls, conn.encoder) == expected
+
+
+async def test_async_store_from_a_url_is_a_context_manager_and_queues_many_tasks() -> None:
+    """``async with AsyncRedisStore(url)`` as with the official store; 150 concurrent puts (more
+    than the pool's connections) all land, queued by the blocking pool instead of failing."""
+    import asyncio
+
+    url = servers.redis_url(modules=True)
+    admin = redis.Redis.from_url(url)
+    name = f"ctx{uuid.uuid4().hex[:8]}"
+
+    def ours() -> int:
+        return sum(1 for c in admin.client_list() if c.get("name") == name)
+
+    async with AsyncRedisStore(f"{url}?client_name={name}", prefix=_prefix()) as store:
+        await asyncio.gather(*(store.aput(("many",), f"k{i}", {"i": i}) for i in range(150)))
+        items = await store.asearch(("many",), limit=200)
+        assert sorted(item.value["i"] for item in items) == list(range(150))
+        assert 1 <= ours() <= 64
+    deadline = time.monotonic() + 5  # the server notices closed sockets on its next loop turn
+    while ours() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert ours() == 0
+    admin.close()
+
+
+def test_sync_store_is_a_context_manager(qe_client: redis.Redis) -> None:
+    with RedisStore(qe_client, prefix=_prefix()) as store:
+        store.put(("ctx",), "k", {"v": 1})
+        pool = qe_client.connection_pool
+        assert len(pool._in_use_connections) == 1  # type: ignore[attr-defined]
+    assert len(pool._in_use_connections) == 0  # type: ignore[attr-defined]
+    assert qe_client.ping() is True  # a client passed in stays open
+
+
+async def test_official_constructor_keywords(qe_client: redis.Redis) -> None:
+    """The official stores' keyword names work (switching is one import); conflicts are errors."""
+    import redis.asyncio as aredis
+
+    url = servers.redis_url(modules=True)
+    prefix = _prefix()
+    store = RedisStore(conn=qe_client, store_prefix=prefix, vector_prefix="unused")
+    store.put(("kw",), "k", {"v": 1})
+    assert store.keys.prefix == prefix and qe_client.exists(store.keys.item("kw", "k"))
+    with RedisStore.from_conn_string(url, store_prefix=prefix) as again:
+        assert again.get(("kw",), "k").value == {"v": 1}  # type: ignore[union-attr]
+    async with AsyncRedisStore(redis_url=url, store_prefix=prefix) as astore:
+        assert (await astore.aget(("kw",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+    async with AsyncRedisStore.from_conn_string(url, store_prefix=prefix) as astore:
+        assert (await astore.aget(("kw",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+    client = aredis.Redis.from_url(url)
+    try:
+        astore = AsyncRedisStore(redis_client=client, prefix=prefix, cluster_mode=False)
+        assert (await astore.aget(("kw",), "k")).value == {"v": 1}  # type: ignore[union-attr]
+        with pytest.raises(TypeError, match="not both"):
+            AsyncRedisStore(redis_url=url, redis_client=client)
+        with pytest.raises(TypeError, match="connection_args"):
+            AsyncRedisStore(client, connection_args={"max_connections": 2})
+    finally:
+        await client.aclose()
+    with pytest.raises(TypeError, match="not both"):
+        RedisStore(qe_client, conn=qe_client)
+    with pytest.raises(TypeError, match="required"):
+        RedisStore()
+    with pytest.raises(TypeError, match="prefix"):
+        RedisStore(qe_client, prefix="a", store_prefix="b")
+    with pytest.raises(ValueError, match="cluster_mode"):
+        RedisStore(qe_client, cluster_mode=True)
+
+
+async def test_an_exhausted_pool_is_named_as_such() -> None:
+    """A client whose non-blocking pool runs out of connections gets an error that says so, not
+    a "lost connection" one."""
+    import asyncio
+
+    import redis.asyncio as aredis
+
+    client = aredis.Redis.from_url(servers.redis_url(modules=True), max_connections=2)
+    try:
+        store = AsyncRedisStore(client, prefix=_prefix())
+        await store.setup()
+        with pytest.raises(StoreConnectionError, match="pool is exhausted"):
+            await asyncio.gather(*(store.aput(("few",), f"k{i}", {"i": i}) for i in range(50)))
+    finally:
+        await client.aclose()
