@@ -387,9 +387,10 @@ def _sizes(
     spec: IndexSpec,
     searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
     stats: SearchStats,
-) -> Generator[Request, Any, tuple[int, set[str]]]:
-    """HNSW search breadth for the table's size, and the namespace prefixes of this batch's vector
-    searches that hold at most ``exact_below`` vectors; capped counts, each re-read once a minute."""
+) -> Generator[Request, Any, tuple[int, set[str], set[str]]]:
+    """HNSW search breadth for the table's size; the namespace prefixes of this batch's vector
+    searches that hold at most ``exact_below`` vectors (narrow), and those that hold at least half
+    of the table (broad); counts capped at the schedule's last step, each re-read once a minute."""
     vt = t.vectors(spec)
     exact_below = int(spec.ann.get("exact_below", EXACT_BELOW))
     prefixes = {
@@ -403,7 +404,7 @@ def _sizes(
         cond, params = _ns_condition("v.ns", prefixes[p], estimable=True)
         counts.append(
             Statement(
-                f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {exact_below + 1}) AS v",
+                f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {cap}) AS v",
                 params,
             )
         )
@@ -413,8 +414,13 @@ def _sizes(
             stats.index.update(int(rows[0][0][0]))
         for p, got in zip(stale, rows[len(rows) - len(stale) :]):
             stats.prefix(p).update(int(got[0][0]))
-    ef = int(spec.ann.get("ef_search", 0)) or search_breadth(stats.index.count or 0, EF_SEARCH)
-    return ef, {p for p in prefixes if (stats.prefix(p).count or 0) <= exact_below}
+    total = stats.index.count or 0
+    ef = int(spec.ann.get("ef_search", 0)) or search_breadth(total, EF_SEARCH)
+    sizes = {p: stats.prefix(p).count or 0 for p in prefixes}
+    narrow = {p for p, n in sizes.items() if n <= exact_below}
+    # A count at the cap says only "large": broad only when the whole table was counted too.
+    broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}
+    return ef, narrow, broad
 
 
 def _vector_search(
@@ -426,9 +432,11 @@ def _vector_search(
     qvec: str,
     candidates: int | None,
     exact: bool = False,
+    broad: bool = False,
 ) -> list[Statement]:
-    """ANN candidates (``candidates`` rows, iterative index scan), the exact nearest ``candidates``
-    vectors (``exact``, without item conditions), or with ``None`` exact per-item scores."""
+    """ANN candidates (``candidates`` rows, iterative index scan unless the prefix is ``broad``), the
+    exact nearest ``candidates`` vectors (``exact``, without item conditions), or with ``None`` exact
+    per-item scores."""
     vt = t.vectors(spec)
     dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
     ns_sql, ns_params = _ns_condition("v.ns", op.namespace_prefix, estimable=True)
@@ -471,15 +479,19 @@ def _vector_search(
             "set_config('plan_cache_mode', 'force_generic_plan', true), "
             "set_config('enable_sort', 'off', true)"
         )
+    # An iterative scan keeps every candidate it passes over, which costs ~20% of a search; a prefix
+    # holding at least half of the vectors (nothing else to filter) finds its page within ``ef``
+    # candidates, and a short pool still falls back to the exact query.
+    iterative = "off" if broad and not conditions else "relaxed_order"
     settings = Statement(
         "SELECT set_config('hnsw.ef_search', %s, true), "
-        f"set_config('hnsw.iterative_scan', 'relaxed_order', true), {plan_mode}",
+        f"set_config('hnsw.iterative_scan', '{iterative}', true), {plan_mode}",
         [str(min(ef, 1000))],
     )
     if spec.kind == "ivfflat":
         settings = Statement(
             "SELECT set_config('ivfflat.probes', %s, true), "
-            f"set_config('ivfflat.iterative_scan', 'relaxed_order', true), {plan_mode}",
+            f"set_config('ivfflat.iterative_scan', '{iterative}', true), {plan_mode}",
             [str(int(spec.ann.get("probes", 10)))],
         )
     if not conditions:
@@ -719,9 +731,9 @@ def plan(
                 zip(queries, map(_vec_literal, check_vectors(embedded, len(queries), spec.dims)))
             )
     vectors = (yield from _embed_writes(t, spec, batch.writes)) if spec is not None else {}
-    ef, narrow = 100, set[str]()
+    ef, narrow, broad = 100, set[str](), set[str]()
     if qvecs and spec is not None and spec.kind != "exact":
-        ef, narrow = yield from _sizes(t, spec, batch.searches, stats or SearchStats())
+        ef, narrow, broad = yield from _sizes(t, spec, batch.searches, stats or SearchStats())
 
     statements: list[Statement] = []
     if batch.gets:
@@ -733,10 +745,13 @@ def plan(
             searches.append((i, op, conds, len(statements), None))
             statements.append(_plain_search(t, op, conds))
         else:
-            scan = spec.kind == "exact" or nsp.join(op.namespace_prefix) in narrow
+            prefix = nsp.join(op.namespace_prefix)
+            scan = spec.kind == "exact" or prefix in narrow
             n = None if scan and conds else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
             n = None if spec.kind == "exact" else n
-            stmts = _vector_search(ef, t, spec, op, conds, qvec, n, exact=scan)
+            stmts = _vector_search(
+                ef, t, spec, op, conds, qvec, n, exact=scan, broad=prefix in broad
+            )
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
     lists = []

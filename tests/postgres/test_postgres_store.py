@@ -312,6 +312,43 @@ def test_small_prefixes_are_searched_exactly_and_large_ones_through_the_index(ds
         )  # type: ignore[typeddict-item]
 
 
+def test_broad_prefixes_skip_the_iterative_scan_and_still_fill_their_pages(dsn: str) -> None:
+    """A prefix holding at least half of the vectors is searched without pgvector's iterative scan
+    (it finds its page among the first ``ef_search`` candidates); a smaller one above ``exact_below``
+    keeps it. Both return full pages of the true nearest items, also when the page runs past ``ef``."""
+    dims = 32
+    emb = HashEmbeddings(dims)
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(200)]
+    texts = {
+        ns: [" ".join(rng.sample(words, 6)) for _ in range(n)] for ns, n in (("a", 150), ("b", 400))
+    }
+    index = {**hash_index(dims=dims, fields=["text"]), "ann_index_config": {"exact_below": 100}}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        for ns, rows in texts.items():
+            store.batch([PutOp((ns,), str(i), {"text": t}) for i, t in enumerate(rows)])
+        for _ in range(6):  # psycopg prepares a statement on its 5th run
+            for ns, rows in texts.items():
+                want, _ = _exact_top(
+                    np.array(emb.embed_documents(rows)), np.array(emb.embed_query("w1 w2")), 10
+                )
+                got = store.search((ns,), query="w1 w2", limit=10)
+                assert len(got) == 10 and len({int(r.key) for r in got} & want) >= 8, ns
+        deep = store.search(("b",), query="w3", limit=50, offset=120)  # past ef_search (100)
+        assert len(deep) == 50
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection)
+        settings = [
+            r[0]
+            for r in conn.execute(
+                "SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%hnsw.ef_search%'"
+            )
+        ]
+        assert any("'hnsw.iterative_scan', 'off'" in s for s in settings), settings
+        assert any("'hnsw.iterative_scan', 'relaxed_order'" in s for s in settings), settings
+
+
 @pytest.mark.parametrize("exact_below", [0, 1000])
 def test_vector_search_fills_pages_on_both_paths(dsn: str, exact_below: int) -> None:
     """The ANN path (exact_below=0) and the exact scan give the same complete, ordered pages,
