@@ -17,7 +17,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
 from langmem_adapters.postgres.queries import Tables, _list_statement, _vector_search
 from tests import servers
-from tests.conftest import _reset_postgres, hash_index
+from tests.conftest import DIMS, _reset_postgres, hash_index
 
 
 @pytest.fixture
@@ -347,6 +347,34 @@ def test_broad_prefixes_skip_the_iterative_scan_and_still_fill_their_pages(dsn: 
         ]
         assert any("'hnsw.iterative_scan', 'off'" in s for s in settings), settings
         assert any("'hnsw.iterative_scan', 'relaxed_order'" in s for s in settings), settings
+
+
+def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
+    """The plan a prepared ANN search keeps (generic) reads the items of its candidates by key,
+    however many items have no vectors, instead of hash-joining them with a scan of every item."""
+    index = {**hash_index(fields=["text"]), "ann_index_config": {"exact_below": 0}}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch([PutOp(("v",), f"k{i}", {"text": f"note {i} word{i % 13}"}) for i in range(2000)])
+        for start in range(0, 12000, 4000):
+            store.batch(
+                [PutOp(("plain",), f"p{i}", {"n": i}, index=False) for i in range(start, start + 4000)]
+            )
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection)
+        conn.execute("ANALYZE")
+        for _ in range(6):  # psycopg prepares a statement on its 5th run
+            assert len(store.search((), query="note word3", limit=10)) == 10
+        ((name, types),) = conn.execute(
+            "SELECT name, parameter_types::text[] FROM pg_prepared_statements "
+            "WHERE statement LIKE '%ORDER BY (v.embedding%'"
+        ).fetchall()
+        qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
+        args = ", ".join(f"'{qvec}'::{t}" if "vector" in t else "20" for t in types)
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        plan = _plan(conn, f"EXECUTE {name}({args})", None)
+        conn.execute("RESET plan_cache_mode")
+        assert "hnsw_idx" in plan and "Seq Scan on langmem_store" not in plan, plan
 
 
 @pytest.mark.parametrize("exact_below", [0, 1000])
