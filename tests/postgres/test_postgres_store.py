@@ -355,10 +355,15 @@ def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
     index = {**hash_index(fields=["text"]), "ann_index_config": {"exact_below": 0}}
     with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
         store.setup()
-        store.batch([PutOp(("v",), f"k{i}", {"text": f"note {i} word{i % 13}"}) for i in range(2000)])
+        store.batch(
+            [PutOp(("v",), f"k{i}", {"text": f"note {i} word{i % 13}"}) for i in range(2000)]
+        )
         for start in range(0, 12000, 4000):
             store.batch(
-                [PutOp(("plain",), f"p{i}", {"n": i}, index=False) for i in range(start, start + 4000)]
+                [
+                    PutOp(("plain",), f"p{i}", {"n": i}, index=False)
+                    for i in range(start, start + 4000)
+                ]
             )
         conn = store.conn
         assert isinstance(conn, psycopg.Connection)
