@@ -483,17 +483,30 @@ def _vector_search(
     # holding at least half of the vectors (nothing else to filter) finds its page within ``ef``
     # candidates, and a short pool still falls back to the exact query.
     iterative = "off" if broad and not conditions else "relaxed_order"
-    settings = Statement(
-        "SELECT set_config('hnsw.ef_search', %s, true), "
-        f"set_config('hnsw.iterative_scan', '{iterative}', true), {plan_mode}",
-        [str(min(ef, 1000))],
-    )
+    engine, width = "hnsw", ("ef_search", str(min(ef, 1000)))
     if spec.kind == "ivfflat":
-        settings = Statement(
-            "SELECT set_config('ivfflat.probes', %s, true), "
-            f"set_config('ivfflat.iterative_scan', '{iterative}', true), {plan_mode}",
-            [str(int(spec.ann.get("probes", 10)))],
-        )
+        engine, width = "ivfflat", ("probes", str(int(spec.ann.get("probes", 10))))
+    knobs = (
+        f"set_config('{engine}.{width[0]}', %s, true), "
+        f"set_config('{engine}.iterative_scan', '{iterative}', true)"
+    )
+    pick = f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM"
+    nearest = f"SELECT v.ns, v.key, {dist} AS d FROM {vt} v WHERE"
+    items = f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}"
+    limit = f"ORDER BY {dist} LIMIT {int(candidates)}"
+    if not conditions and not op.namespace_prefix and engine == "hnsw":
+        # A global search has no parameter a plan could misjudge (its plan depends on the tables
+        # alone), so its settings ride in the query: one statement, not a pipeline of two (~0.25 ms).
+        # The one-time filter above the index scan sets them before the scan reads them, which
+        # pgvector's HNSW scan does on its first row (IVFFlat reads its probes earlier).
+        return [
+            Statement(
+                f"{pick} (SELECT {knobs}) AS g (a, b), LATERAL ({nearest} g.a IS NOT NULL "
+                f"AND g.b IS NOT NULL {limit}) c {items}",
+                [width[1], qvec, qvec],
+            )
+        ]
+    settings = Statement(f"SELECT {knobs}, {plan_mode}", [width[1]])
     if not conditions:
         # Nothing to filter on the items: take the nearest vectors first and read only their items
         # (a live check can drop some; a short pool then falls back to the exact query). The LIMIT
@@ -502,9 +515,7 @@ def _vector_search(
         return [
             settings,
             Statement(
-                f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key, {dist} AS d "
-                f"FROM {vt} v WHERE {ns_sql} ORDER BY {dist} LIMIT {int(candidates)}) c "
-                f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
+                f"{pick} ({nearest} {ns_sql} {limit}) c {items}",
                 [qvec, *ns_params[: len(ns_params) // 2], qvec],
             ),
         ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -369,17 +370,51 @@ def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
         assert isinstance(conn, psycopg.Connection)
         conn.execute("ANALYZE")
         for _ in range(6):  # psycopg prepares a statement on its 5th run
-            assert len(store.search((), query="note word3", limit=10)) == 10
-        ((name, types),) = conn.execute(
+            for prefix in ((), ("v",)):  # global (settings in the query) and under a prefix
+                assert len(store.search(prefix, query="note word3", limit=10)) == 10
+        prepared = conn.execute(
             "SELECT name, parameter_types::text[] FROM pg_prepared_statements "
             "WHERE statement LIKE '%ORDER BY (v.embedding%'"
         ).fetchall()
+        assert len(prepared) == 2, prepared
         qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
-        args = ", ".join(f"'{qvec}'::{t}" if "vector" in t else "20" for t in types)
         conn.execute("SET plan_cache_mode = force_generic_plan")
-        plan = _plan(conn, f"EXECUTE {name}({args})", None)
+        for name, types in prepared:
+            args = ", ".join(f"'{qvec}'::{t}" if "vector" in t else "'v'" for t in types)
+            plan = _plan(conn, f"EXECUTE {name}({args})", None)
+            assert "hnsw_idx" in plan and "Seq Scan on langmem_store" not in plan, plan
         conn.execute("RESET plan_cache_mode")
-        assert "hnsw_idx" in plan and "Seq Scan on langmem_store" not in plan, plan
+
+
+def test_global_ann_search_sets_its_breadth_before_the_index_scan(dsn: str) -> None:
+    """A global search carries its ``hnsw.ef_search`` inside its one statement: the index scan runs
+    at that breadth, not the session's, and the session's own setting is left as it was."""
+    index = {**hash_index(fields=["text"]), "ann_index_config": {"exact_below": 0}}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch(
+            [
+                PutOp(("g", str(i % 7)), f"k{i}", {"text": f"note {i} w{i % 31}"})
+                for i in range(2000)
+            ]
+        )
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection)
+        conn.execute("SET hnsw.ef_search = 1")  # alone, the scan would stop after one row
+        for _ in range(6):  # psycopg prepares a statement on its 5th run
+            assert len(store.search((), query="note w3", limit=10)) == 10
+        ((name, types),) = conn.execute(
+            "SELECT name, parameter_types::text[] FROM pg_prepared_statements "
+            "WHERE statement LIKE '%LATERAL%ORDER BY (v.embedding%'"
+        ).fetchall()
+        qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
+        args = ", ".join(f"'{qvec}'::{t}" if "vector" in t else "'100'" for t in types)
+        conn.execute("SET enable_seqscan = off")
+        plan = _plan(conn, f"(ANALYZE) EXECUTE {name}({args})", None)
+        scan = next(line for line in plan.splitlines() if "hnsw_idx" in line)
+        assert re.search(r"rows=20(\.0+)? ", scan), plan  # the query's LIMIT, at breadth 100
+        assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("1",)
+        conn.execute("RESET ALL")
 
 
 @pytest.mark.parametrize("exact_below", [0, 1000])
