@@ -85,6 +85,7 @@ local old, json, reg = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1]
 local a, k, written = 5, reg and 2 or 1, 0
 for g = 1, tonumber(ARGV[3]) do
   local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
+  local forever = false  -- an item without expiry was written: the ZSET's top score is NO_EXPIRY
   k = k + 1
   a = a + 2
   for i = 1, n do
@@ -92,34 +93,36 @@ for g = 1, tonumber(ARGV[3]) do
     local p1, p2, p3 = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
     k = k + 1
     a = a + 7
-    local exists = redis.call('EXISTS', key) == 1
     if op == 'd' then
       redis.call('DEL', key)
       redis.call('ZREM', z, key)
     elseif op == 't' then
-      if exists then
-        redis.call('PEXPIRE', key, ttl)
+      if redis.call('PEXPIRE', key, ttl) == 1 then  -- 0: the item is gone, nothing to refresh
         if json then redis.call('JSON.SET', key, '$.x', x) else redis.call('HSET', key, 'x', x) end
         redis.call('ZADD', z, x, key)
       end
-    elseif not (op == 'a' and exists) then
-      written = written + 1
-      if json then
-        -- p1 starts with {"c":<now>, : keep the stored created_at with a single JSON.SET (each
-        -- JSON.SET re-indexes the whole document, vectors included)
-        local old = exists and redis.call('JSON.GET', key, '$.c')
-        if old then p1 = '{"c":' .. string.sub(old, 2, -2) .. string.sub(p1, (string.find(p1, ',', 1, true))) end
-        redis.call('JSON.SET', key, '$', p1)
-      else
-        if exists then c = redis.call('HGET', key, 'c') or c end
-        redis.call('HSET', key, 'm', p1, 'h', p2, 'e', p3, 'c', c, 'x', x)
+    else
+      -- the stored created_at, false when there is no item (the read doubles as the existence test)
+      local stored
+      if json then stored = redis.call('JSON.GET', key, '$.c') else stored = redis.call('HGET', key, 'c') end
+      if not (op == 'a' and stored) then
+        written = written + 1
+        if json then
+          -- p1 starts with {"c":<now>, : keep the stored created_at with a single JSON.SET (each
+          -- JSON.SET re-indexes the whole document, vectors included)
+          if stored then p1 = '{"c":' .. string.sub(stored, 2, -2) .. string.sub(p1, (string.find(p1, ',', 1, true))) end
+          redis.call('JSON.SET', key, '$', p1)
+        else
+          redis.call('HSET', key, 'm', p1, 'h', p2, 'e', p3, 'c', stored or c, 'x', x)
+        end
+        if ttl ~= '' then redis.call('PEXPIRE', key, ttl) elseif stored then redis.call('PERSIST', key) end
+        redis.call('ZADD', z, x, key)
+        forever = forever or ttl == ''
       end
-      if ttl == '' then redis.call('PERSIST', key) else redis.call('PEXPIRE', key, ttl) end
-      redis.call('ZADD', z, x, key)
     end
   end
   redis.call('ZREMRANGEBYSCORE', z, '-inf', old)
-  local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+  local top = forever and {ns, NO_EXPIRY} or redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
   if top[2] then
     if reg then redis.call('ZADD', reg, top[2], ns) end
     if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', z) else redis.call('PEXPIREAT', z, top[2] + GRACE) end
@@ -281,10 +284,19 @@ def _path_json(path: tuple[str, ...]) -> str:
     return _JSON.encode(list(path))
 
 
+@lru_cache(maxsize=8192)
+def _path_hash(kind: str, path: tuple[str, ...]) -> hashlib.blake2b:
+    """blake2b after ``kind`` and the path's JSON: the tokens of one path continue a copy of it."""
+    return hashlib.blake2b(
+        f"{kind}{_path_json(path)}".encode("utf-8", "surrogatepass"), digest_size=12
+    )
+
+
 def _token(kind: str, path: Sequence[str], value: Any = None) -> str:
     """A fixed-size TAG for "path exists" (``x``) or "path equals value" (``e``): nothing to escape."""
-    text = f"{kind}{_path_json(tuple(path))}{_canon_json(value)}"
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    h = _path_hash(kind, tuple(path)).copy()
+    h.update(_canon_json(value).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 @lru_cache(maxsize=8192)
@@ -329,15 +341,25 @@ def _canon(v: Any) -> Any:
     return v
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None), list})
+
+
 def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[str]:
     """Tokens of every path reached through objects only (see :func:`_pushdown`)."""
     out: list[str] = []
     for k, v in value.items():
         p = (*path, k)
-        out += [_path_token("x", p), _value_token(p, v)]
-        if isinstance(v, Mapping):
+        out.append(_path_token("x", p))
+        out.append(_value_token(p, v))
+        if type(v) not in _LEAVES and isinstance(v, Mapping):
             out += _value_tokens(v, p)
     return out
+
+
+@lru_cache(maxsize=8192)
+def _namespace_tokens(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``n`` tokens of a namespace and each of its prefixes (what a prefix search matches)."""
+    return tuple(_path_token("n", namespace[:i]) for i in range(1, len(namespace) + 1))
 
 
 def _pushdown(cond: Condition) -> str | None:
@@ -605,7 +627,7 @@ def _put_entry(
         f'{{"ns":{_path_json(w.namespace)},"k":{encode_basestring(w.key)},'
         f'"v":{w.value_json},"u":{now_us},"l":{"null" if w.ttl is None else repr(w.ttl)}}}'
     )
-    hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
+    hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode() if vectors else "[]"
     assert w.value is not None
     if mode == "query_engine":
         doc = {  # "c" first: the write script swaps in the stored created_at
@@ -615,7 +637,7 @@ def _put_entry(
             "x": x,
             "h": hashes,
             "e": [v for _, _, v in vectors],
-            "p": [_path_token("n", w.namespace[:i]) for i in range(1, len(w.namespace) + 1)],
+            "p": _namespace_tokens(w.namespace),
             "t": sorted(set(_value_tokens(w.value))),
         }
         payload = (orjson.dumps(doc).decode(), "", "")  # plain types, finite floats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import uuid
@@ -14,6 +15,7 @@ from langgraph.store.base import PutOp
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
+from langmem_adapters.redis.plan import _token, _value_tokens
 from tests import servers
 
 
@@ -98,9 +100,32 @@ def test_bookkeeping_keys_expire_natively(modules: bool) -> None:
     assert client.pttl(zset) == -1 and client.pttl(store.keys.registry) == -1
     store.delete(("t",), "forever")
     assert client.pttl(zset) > 0
+    store.put(("t",), "k", {"v": 3})  # the update without a TTL makes the item permanent
+    assert client.pttl(item) == -1 and store.get(("t",), "k").value == {"v": 3}  # type: ignore[union-attr]
     store.delete(("t",), "k")
     assert client.exists(zset) == 0 and store.list_namespaces() == []
     client.close()
+
+
+def test_filter_tokens_keep_their_stored_format() -> None:
+    """Tags already stored must keep matching after an upgrade: a token is the 12-byte blake2b of
+    kind, path JSON and canonical value JSON, whatever the code computing it."""
+
+    def expected(text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+    assert _token("e", ("a", "b"), "x ü") == expected('e["a", "b"]"x ü"')
+    assert _token("e", ("n",), 2.0) == expected('e["n"]2')
+    assert _token("e", ("d",), {"z": 1, "a": [True, None]}) == expected(
+        'e["d"]{"a":[true,null],"z":1}'
+    )
+    assert _token("x", ("s\ud800",)) == expected('x["s\ud800"]null')
+    assert _value_tokens({"a": {"b": 1}}) == [
+        _token("x", ("a",)),
+        _token("e", ("a",), {"b": 1}),
+        _token("x", ("a", "b")),
+        _token("e", ("a", "b"), 1),
+    ]
 
 
 @pytest.mark.parametrize("modules", [True, False])
