@@ -415,7 +415,7 @@ class RedisBackend(Backend):
         self.store = store
         self.client: redis.Redis = store.client
         self.keys = store.keys
-        self.json_mode = store.mode == "query_engine"
+        self.query_engine = store.mode == "query_engine"
         self.no_expiry = NO_EXPIRY
 
     def _now_ms(self) -> int:
@@ -448,24 +448,14 @@ class RedisBackend(Backend):
             chunk = wanted[start : start + size]
             pipe = self.client.pipeline(transaction=False)
             for ns, key in chunk:
-                item = self.keys.item(ns, key)
-                if self.json_mode:
-                    pipe.execute_command("JSON.GET", item, "$.m", "$.c", "$.x")
-                else:
-                    pipe.hmget(item, "m", "c", "x")
+                pipe.hmget(self.keys.item(ns, key), "m", "c", "x")
             records = [r for r in map(self._record, pipe.execute()) if r is not None]
             yield [chunk[-1][0], chunk[-1][1]], records
 
     def _record(self, reply: Any) -> Record | None:
-        if self.json_mode:
-            if reply is None:
-                return None
-            got = json.loads(reply)
-            meta, created, x = got["$.m"][0], got["$.c"][0], got["$.x"][0]
-        else:
-            meta, created, x = reply
-            if meta is None:
-                return None
+        meta, created, x = reply
+        if meta is None:
+            return None
         m = json.loads(meta)
         expires = (
             None
@@ -489,45 +479,32 @@ class RedisBackend(Backend):
         self.store.batch(
             [PutOp(r.namespace, r.key, r.value, index=index, ttl=r.ttl_minutes) for r in records]
         )
-        items = [self.keys.item(".".join(r.namespace), r.key) for r in records]
+        names = [(".".join(r.namespace), r.key) for r in records]
         pipe = self.client.pipeline(transaction=False)
-        for item in items:
-            if self.json_mode:
-                pipe.execute_command("JSON.GET", item, "$.m")
-            else:
-                pipe.hget(item, "m")
-        metas = [
-            json.loads(json.loads(m)[0]) if self.json_mode else json.loads(m)
-            for m in pipe.execute()
-        ]
+        for ns, key in names:
+            pipe.hmget(self.keys.item(ns, key), "m", "h")
+        stored = pipe.execute()
         pipe = self.client.pipeline(transaction=True)
-        for r, item, m in zip(records, items, metas):
+        for r, (ns, key), (m_raw, h_raw) in zip(records, names, stored):
+            m = json.loads(m_raw)
             m["u"], m["l"] = _to_us(r.updated_at), r.ttl_minutes
             meta, created = json.dumps(m, ensure_ascii=False), _to_us(r.created_at)
             x = self.no_expiry if r.expires_at is None else int(r.expires_at.timestamp() * 1000)
-            if self.json_mode:
-                pipe.execute_command(
-                    "JSON.MSET",
-                    item,
-                    "$.m",
-                    json.dumps(meta),
-                    item,
-                    "$.c",
-                    created,
-                    item,
-                    "$.u",
-                    m["u"],
-                    item,
-                    "$.x",
-                    x,
-                )
-            else:
-                pipe.hset(item, mapping={"m": meta, "c": created, "x": x})
-            if r.expires_at is None:
-                pipe.persist(item)
-            else:
-                pipe.pexpireat(item, x)
-            pipe.zadd(self.keys.zset(".".join(r.namespace)), {item: x})
+            item = self.keys.item(ns, key)
+            fields: dict[Any, str | int] = {"m": meta, "c": created, "x": x}
+            targets = [item]
+            if self.query_engine:
+                fields["u"] = m["u"]
+                if json.loads(h_raw):  # the item has a vector document: same order, same expiry
+                    targets.append(self.keys.vectors(ns, key))
+                    pipe.execute_command("JSON.SET", targets[-1], "$.u", m["u"])
+            pipe.hset(item, mapping=fields)
+            for target in targets:
+                if r.expires_at is None:
+                    pipe.persist(target)
+                else:
+                    pipe.pexpireat(target, x)
+            pipe.zadd(self.keys.zset(ns), {item: x})
         pipe.execute()
 
     def sweep(self) -> int:

@@ -7,9 +7,12 @@ differ in the driver that answers them, as in :mod:`langmem_adapters.postgres.qu
 Layout for a store with prefix ``P`` (``{h}`` is a hash tag derived from the namespace, so all keys
 of one namespace live in one cluster slot):
 
-- ``P:i:{h}:<len(ns)>:<ns>:<key>``: an item. Query Engine mode: a JSON document indexed by
-  ``P:idx``; plain mode: a HASH. Both hold the same fields (``m`` the item's JSON text, ``c``
-  created_at, ``x`` expiry ms, ``h`` embedded-text hashes, ``e`` the vectors).
+- ``P:i:{h}:<len(ns)>:<ns>:<key>``: an item, a HASH: ``m`` the item's JSON text, ``c`` created_at,
+  ``x`` expiry ms, ``h`` embedded-text hashes, ``e`` the vectors (base64 float32). Query Engine mode
+  adds what the index ``P:items`` reads: ``u`` updated_at, ``p`` namespace tokens, ``t`` value tokens.
+- ``P:v:{h}:<len(ns)>:<ns>:<key>``: Query Engine mode, an item with vectors: a JSON document with
+  its vectors and the item's ``u``, ``p`` and ``t``, indexed by the vector index (``P:vec:...``). A
+  hash holds one vector per field; a JSON array holds every vector of the item.
 - ``P:z:{h}:<ns>``: ZSET of the namespace's item keys scored by expiry (ms, ``NO_EXPIRY`` if none).
 - ``P:ns``: ZSET of namespaces scored by the latest expiry of their items (the namespace registry).
 
@@ -43,7 +46,7 @@ from langgraph.store.base import Item, ListNamespacesOp, Op, Result, SearchItem,
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.items import make_item, make_search_item
-from langmem_adapters.core.ops import Write, has_long_number, load_json, plan_batch
+from langmem_adapters.core.ops import Write, load_json, plan_batch
 from langmem_adapters.core.store import Embed, Plan
 from langmem_adapters.core.vectors import (
     IndexSpec,
@@ -78,10 +81,13 @@ end
 WRITE_SCRIPT = """
 -- KEYS: the registry when ARGV[4] is "1" (not on a cluster, where it lives in another slot), then
 -- per namespace group its ZSET and its item keys.
--- ARGV: now_ms - GRACE, json ("1"/"0"), groups, registry; per group: ns, n; per item: op, ttl_ms, x, c, p1, p2, p3.
+-- ARGV: now_ms - GRACE, query engine ("1"/"0"), groups, registry; per group: ns, n; per item: op,
+-- ttl_ms, x, c (now us), m, h, e, then in Query Engine mode p and t (tokens) and the vector document.
 -- op: p put, a put-if-absent, d delete, t touch (refresh TTL). Returns the number of items written.
 -- Entries of expired items are kept for GRACE ms (readers skip them) so sweep_ttl() can count them.
-local old, json, reg = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1]
+-- Query Engine mode only runs on a single server: the vector document's key is derived here.
+local old, qe, reg = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1]
+local function vkey(key) return (string.gsub(key, '^([^:]*):i:', '%1:v:')) end
 local a, k, written = 5, reg and 2 or 1, 0
 for g = 1, tonumber(ARGV[3]) do
   local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
@@ -90,32 +96,42 @@ for g = 1, tonumber(ARGV[3]) do
   a = a + 2
   for i = 1, n do
     local key, op, ttl, x, c = KEYS[k], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-    local p1, p2, p3 = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+    local m, h, e = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+    local p, t, doc
+    if qe then p, t, doc = ARGV[a + 7], ARGV[a + 8], ARGV[a + 9] end
     k = k + 1
-    a = a + 7
+    a = a + (qe and 10 or 7)
     if op == 'd' then
       redis.call('DEL', key)
+      if qe then redis.call('DEL', vkey(key)) end
       redis.call('ZREM', z, key)
     elseif op == 't' then
       if redis.call('PEXPIRE', key, ttl) == 1 then  -- 0: the item is gone, nothing to refresh
-        if json then redis.call('JSON.SET', key, '$.x', x) else redis.call('HSET', key, 'x', x) end
+        redis.call('HSET', key, 'x', x)
+        if qe then redis.call('PEXPIRE', vkey(key), ttl) end
         redis.call('ZADD', z, x, key)
       end
     else
-      -- the stored created_at, false when there is no item (the read doubles as the existence test)
-      local stored
-      if json then stored = redis.call('JSON.GET', key, '$.c') else stored = redis.call('HGET', key, 'c') end
+      -- the stored created_at, false when there is no item (the read doubles as the existence test),
+      -- and the stored text hashes ('[]': the item has no vector document)
+      local got = redis.call('HMGET', key, 'c', 'h')
+      local stored = got[1]
       if not (op == 'a' and stored) then
         written = written + 1
-        if json then
-          -- p1 starts with {"c":<now>, : keep the stored created_at with a single JSON.SET (each
-          -- JSON.SET re-indexes the whole document, vectors included)
-          if stored then p1 = '{"c":' .. string.sub(stored, 2, -2) .. string.sub(p1, (string.find(p1, ',', 1, true))) end
-          redis.call('JSON.SET', key, '$', p1)
+        local v = qe and (doc ~= '' or (got[2] and got[2] ~= '[]')) and vkey(key)
+        if qe then
+          redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
+          if doc ~= '' then redis.call('JSON.SET', v, '$', doc) elseif v then redis.call('DEL', v) end
         else
-          redis.call('HSET', key, 'm', p1, 'h', p2, 'e', p3, 'c', stored or c, 'x', x)
+          redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x)
         end
-        if ttl ~= '' then redis.call('PEXPIRE', key, ttl) elseif stored then redis.call('PERSIST', key) end
+        if ttl ~= '' then
+          redis.call('PEXPIRE', key, ttl)
+          if qe and doc ~= '' then redis.call('PEXPIRE', v, ttl) end
+        elseif stored then
+          redis.call('PERSIST', key)
+          if qe and doc ~= '' then redis.call('PERSIST', v) end
+        end
         redis.call('ZADD', z, x, key)
         forever = forever or ttl == ''
       end
@@ -174,7 +190,8 @@ return '[' .. table.concat(rows, ',') .. ']'
 SEARCH_SCRIPT = """
 -- FT.SEARCH with ARGV[2..] as its arguments (NOCONTENT, or RETURN 1 d for KNN), then the meta and
 -- created_at of the hits read here, as one bulk reply that parses far faster than the nested one:
--- [hits, distance of the last hit or null, [[{"$.m": [meta], "$.c": [created]}, distance or null], ...]].
+-- [hits, distance of the last hit or null, [[meta, created, distance or null], ...]]. A KNN hit is
+-- an item's vector document (P:v:...), read through its item (P:i:...).
 -- ARGV[1] > 0 reads only that many hits plus those tied with the last of them (a KNN page whose
 -- rows all match needs no more); 0 reads every hit. A hit whose key expired reads as nil and is left
 -- out; ``hits`` still counts it, so the caller can tell a short window from an exhausted result.
@@ -192,8 +209,8 @@ for i = 2, #r, step do
     end
   end
   if load == 0 or hits <= load or d == edge then
-    local v = redis.call('JSON.GET', r[i], '$.m', '$.c')
-    if v then rows[#rows + 1] = '[' .. v .. ',' .. d .. ']' end
+    local v = redis.call('HMGET', (string.gsub(r[i], '^([^:]*):v:', '%1:i:')), 'm', 'c')
+    if v[1] then rows[#rows + 1] = '[' .. v[1] .. ',' .. v[2] .. ',' .. d .. ']' end
   end
   if hits == load then edge = d end
 end
@@ -254,6 +271,10 @@ class Keys:
     def item(self, ns_text: str, key: str) -> str:
         return f"{self.prefix}:i:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
 
+    def vectors(self, ns_text: str, key: str) -> str:
+        """The item's vector document (Query Engine mode; the write script derives the same name)."""
+        return f"{self.prefix}:v:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
+
     def zset(self, ns_text: str) -> str:
         return f"{self.prefix}:z:{{{_tag(ns_text)}}}:{ns_text}"
 
@@ -266,10 +287,11 @@ class Keys:
         return f"{self.prefix}:mode"
 
     def index(self, spec: IndexSpec | None) -> str:
-        """The search index: one per embedding shape, so stores with other embedders can share a prefix."""
+        """The items' index (``None``), or the vector index of an embedding shape: one per shape, so
+        stores with other embedders can share a prefix."""
         if spec is None:
-            return f"{self.prefix}:idx"
-        return f"{self.prefix}:idx:{spec.kind}:{spec.distance}:{spec.vector_type}{spec.dims}"
+            return f"{self.prefix}:items"
+        return f"{self.prefix}:vec:{spec.kind}:{spec.distance}:{spec.vector_type}{spec.dims}"
 
 
 def _s(v: Any) -> Any:
@@ -357,6 +379,11 @@ def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[
 
 
 @lru_cache(maxsize=8192)
+def _namespace_json(namespace: tuple[str, ...]) -> str:
+    return _path_json(namespace)
+
+
+@lru_cache(maxsize=8192)
 def _namespace_tokens(namespace: tuple[str, ...]) -> tuple[str, ...]:
     """The ``n`` tokens of a namespace and each of its prefixes (what a prefix search matches)."""
     return tuple(_path_token("n", namespace[:i]) for i in range(1, len(namespace) + 1))
@@ -425,9 +452,16 @@ def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str, cluster: bool = Fa
                 "mode='query_engine' needs a single Redis server with the Query Engine and JSON (Redis 8 or "
                 "Redis Stack); on a Redis Cluster use mode='plain' (or 'auto')"
             )
-        (created,) = yield Round([Call(_create_index(keys, spec))], check=False)
-        if isinstance(created, Exception) and "already exists" not in str(created):
-            raise created
+        if recorded and any(_s(n).startswith(f"{keys.prefix}:idx") for n in probed[0]):
+            raise ValueError(
+                f"prefix {keys.prefix!r} holds items in the JSON layout of earlier development builds; "
+                "export them with that build (`langmem-adapters export`) and import them into a new prefix"
+            )
+        calls = [Call(_create_index(keys, None))]
+        calls += [Call(_create_index(keys, spec))] if spec is not None else []
+        for created in (yield Round(calls, check=False)):
+            if isinstance(created, Exception) and "already exists" not in str(created):
+                raise created
     yield Round([Call(("SET", keys.mode, chosen, "NX"))])
     return chosen
 
@@ -446,9 +480,12 @@ def _info_field(info: Any, name: str) -> str:
 
 
 def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
-    schema: list[Any] = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
-    schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE"]
-    if spec is not None:
+    """``FT.CREATE`` of the items' index (hashes, ``spec`` None) or of a vector index (documents)."""
+    if spec is None:
+        schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
+        schema += ["u", "NUMERIC", "SORTABLE"]
+        on, prefix = "HASH", f"{keys.prefix}:i:"
+    else:
         metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
         attrs: list[Any] = [
             "TYPE",
@@ -468,18 +505,11 @@ def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
                 "EF_CONSTRUCTION",
                 int(spec.ann.get("ef_construction", 64)),
             ]
+        schema = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
+        schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE"]
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
-    return (
-        "FT.CREATE",
-        keys.index(spec),
-        "ON",
-        "JSON",
-        "PREFIX",
-        1,
-        f"{keys.prefix}:i:",
-        "SCHEMA",
-        *schema,
-    )
+        on, prefix = "JSON", f"{keys.prefix}:v:"
+    return ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, "SCHEMA", *schema)
 
 
 def _vector_dtype(spec: IndexSpec) -> tuple[str, type[np.floating[Any]]]:
@@ -535,18 +565,11 @@ class Record:
         )
 
 
-def _decode_vectors(raw: Any, mode: Mode, spec: IndexSpec) -> np.ndarray[Any, Any]:
-    """Stored vectors as an (n, dims) float32 array: JSON lists (Query Engine) or base64 float32 (plain)."""
+def _decode_vectors(raw: Any, spec: IndexSpec) -> np.ndarray[Any, Any]:
+    """An item's stored vectors (base64 float32) as an (n, dims) float32 array."""
     if raw is None:
         return np.zeros((0, spec.dims), np.float32)
-    if mode == "query_engine":
-        return np.asarray(raw, np.float32).reshape(-1, spec.dims)
     return np.frombuffer(base64.b64decode(_s(raw)), np.float32).reshape(-1, spec.dims)
-
-
-def _json_get(reply: Any) -> dict[str, Any] | None:
-    """The ``{path: [value]}`` answer of a multi-path JSON.GET, None for a missing key."""
-    return None if reply is None else {k: v[0] if v else None for k, v in load_json(reply).items()}
 
 
 # --------------------------------------------------------------------------- writes
@@ -562,7 +585,9 @@ class _Entry:
     ttl_ms: str = ""
     x: int = NO_EXPIRY
     c: int = 0
-    payload: tuple[str, str, str] = ("", "", "")
+    payload: tuple[str, ...] = (
+        "",
+    ) * 6  # m, h, e; then p, t and the vector document (Query Engine)
 
 
 def _write_rounds(
@@ -603,12 +628,13 @@ def _script_call(
         len(groups),
         "1" if registry else "0",
     ]
+    width = 6 if mode == "query_engine" else 3
     for ns_text, group in groups.items():
         key_list.append(keys.zset(ns_text))
         args += [ns_text, len(group)]
         for e in group:
             key_list.append(keys.item(ns_text, e.key))
-            args += [e.op, e.ttl_ms, e.x, e.c, *e.payload]
+            args += [e.op, e.ttl_ms, e.x, e.c, *e.payload[:width]]
     return Call(tuple(args), script="write", keys=tuple(key_list))
 
 
@@ -624,38 +650,31 @@ def _put_entry(
     ttl_ms = _ttl_ms(w.ttl) if w.ttl is not None else None
     x = now_ms + ttl_ms if ttl_ms is not None else NO_EXPIRY
     meta = (
-        f'{{"ns":{_path_json(w.namespace)},"k":{encode_basestring(w.key)},'
+        f'{{"ns":{_namespace_json(w.namespace)},"k":{encode_basestring(w.key)},'
         f'"v":{w.value_json},"u":{now_us},"l":{"null" if w.ttl is None else repr(w.ttl)}}}'
     )
     hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode() if vectors else "[]"
-    assert w.value is not None
+    blob = (
+        base64.b64encode(np.asarray([v for _, _, v in vectors], np.float32).tobytes()).decode()
+        if vectors
+        else ""
+    )
+    payload: tuple[str, ...] = (meta, hashes, blob)
     if mode == "query_engine":
-        doc = {  # "c" first: the write script swaps in the stored created_at
-            "c": now_us,
-            "m": meta,
-            "u": now_us,
-            "x": x,
-            "h": hashes,
-            "e": [v for _, _, v in vectors],
-            "p": _namespace_tokens(w.namespace),
-            "t": sorted(set(_value_tokens(w.value))),
-        }
-        payload = (orjson.dumps(doc).decode(), "", "")  # plain types, finite floats
-    else:
-        blob = np.asarray([v for _, _, v in vectors], np.float32).tobytes()
-        payload = (meta, hashes, base64.b64encode(blob).decode())
+        assert w.value is not None
+        p = _namespace_tokens(w.namespace)
+        t = sorted(set(_value_tokens(w.value)))
+        doc = (
+            orjson.dumps({"u": now_us, "p": p, "t": t, "e": [v for _, _, v in vectors]}).decode()
+            if vectors
+            else ""
+        )
+        payload += (",".join(p), ",".join(t), doc)
     return _Entry(ns_text, w.key, op, "" if ttl_ms is None else str(ttl_ms), x, now_us, payload)
 
 
-def _stored_vectors_call(keys: Keys, mode: Mode, w: Write) -> Call:
-    key = keys.item(nsp.join(w.namespace), w.key)
-    return Call(
-        ("JSON.GET", key, "$.h", "$.e") if mode == "query_engine" else ("HMGET", key, "h", "e")
-    )
-
-
 def _embed_writes(
-    keys: Keys, mode: Mode, spec: IndexSpec, writes: list[Write]
+    keys: Keys, spec: IndexSpec, writes: list[Write]
 ) -> Generator[Request, Any, dict[tuple[str, str], list[tuple[str, str, list[float]]]]]:
     """Vectors for each put, reusing stored embeddings of unchanged text; only new text is embedded."""
     wanted: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
@@ -665,20 +684,15 @@ def _embed_writes(
             wanted[(nsp.join(w.namespace), w.key)] = [
                 (f, text_hash(t), t) for f, t in extract_texts(w.value, fields)
             ]
-    todo = [w for w in writes if wanted.get((nsp.join(w.namespace), w.key))]
+    todo = [keys.item(*k) for k, rows in wanted.items() if rows]
     known: dict[str, list[float]] = {}
     if todo:
-        replies = yield Round([_stored_vectors_call(keys, mode, w) for w in todo])
-        for reply in replies:
-            if mode == "query_engine":
-                got = _json_get(reply)
-                h_raw, e_raw = (got["$.h"], got["$.e"]) if got else (None, None)
-            else:
-                h_raw, e_raw = reply
+        replies = yield Round([Call(("HMGET", key, "h", "e")) for key in todo])
+        for h_raw, e_raw in replies:
             if h_raw is None:
                 continue
             hashes = load_json(h_raw)
-            for (_, h), vec in zip(hashes, _decode_vectors(e_raw, mode, spec)):
+            for (_, h), vec in zip(hashes, _decode_vectors(e_raw, spec)):
                 known[h] = vec.tolist()
     missing = sorted({t for rows in wanted.values() for _, h, t in rows if h not in known})
     if missing:
@@ -691,15 +705,11 @@ def _embed_writes(
 # --------------------------------------------------------------------------- reads
 
 
-def _get_call(keys: Keys, mode: Mode, namespace: tuple[str, ...], key: str) -> Call:
-    k = keys.item(nsp.join(namespace), key)
-    return Call(("JSON.GET", k, "$.m", "$.c") if mode == "query_engine" else ("HMGET", k, "m", "c"))
+def _get_call(keys: Keys, namespace: tuple[str, ...], key: str) -> Call:
+    return Call(("HMGET", keys.item(nsp.join(namespace), key), "m", "c"))
 
 
-def _get_record(mode: Mode, reply: Any) -> Record | None:
-    if mode == "query_engine":
-        got = _json_get(reply)
-        return None if got is None else Record.parse(got["$.m"], got["$.c"])
+def _get_record(reply: Any) -> Record | None:
     meta, created = reply
     return None if meta is None else Record.parse(meta, created)
 
@@ -818,7 +828,7 @@ class _Searcher:
         return Call(
             (
                 load,
-                self.keys.index(self.spec),
+                self.keys.index(self.spec if params else None),
                 query,
                 "SORTBY",
                 sort,
@@ -836,13 +846,10 @@ class _Searcher:
 
     def records(self, reply: Any) -> tuple[int, float | None, list[Record]]:
         """How many rows the window held, the last one's distance, and the rows read back."""
-        # The reply's own numbers are counts, timestamps and distances; item values are inside its
-        # meta strings, which orjson reads exactly unless the reply holds a long number somewhere.
-        hits, last, rows = orjson.loads(reply)
-        read = load_json if has_long_number(reply) else orjson.loads
+        hits, last, rows = load_json(reply)
         out = []
-        for fields, d in rows:
-            r = Record.parse(read(fields["$.m"][0]), fields["$.c"][0])
+        for meta, created, d in rows:
+            r = Record.parse(meta, created)
             if d is not None and self.spec is not None:
                 d = r.raw_distance = float(d)
                 r.distance = {"cosine": d, "inner_product": d - 1.0, "l2": max(d, 0.0) ** 0.5}[
@@ -941,12 +948,12 @@ def plan(
         if queries:
             embedded = yield Embed(queries, query=True)
             qvecs = dict(zip(queries, check_vectors(embedded, len(queries), spec.dims)))
-    vectors = (yield from _embed_writes(keys, mode, spec, batch.writes)) if spec is not None else {}
+    vectors = (yield from _embed_writes(keys, spec, batch.writes)) if spec is not None else {}
     ef, broad = 0, set[str]()
     if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":
         ef, broad = yield from _knn_settings(keys, spec, batch.searches, stats or SearchStats())
 
-    calls = [_get_call(keys, mode, op.namespace, op.key) for _, op in batch.gets]
+    calls = [_get_call(keys, op.namespace, op.key) for _, op in batch.gets]
     need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
     if need_registry:
         calls.append(Call(("ZRANGE", keys.registry, f"({now_ms}", "+inf", "BYSCORE")))
@@ -966,7 +973,7 @@ def plan(
 
     touch: dict[tuple[str, str], float] = {}
     for (i, get), reply in zip(batch.gets, replies):
-        rec = _get_record(mode, reply)
+        rec = _get_record(reply)
         results[i] = rec.item() if rec else None
         if rec and get.refresh_ttl and rec.ttl is not None:
             touch[(nsp.join(rec.namespace), rec.key)] = rec.ttl
@@ -1048,7 +1055,7 @@ def _plain_searches(
         for row in load_json(reply):
             rec = Record.parse(row[0], row[1])
             if with_vectors and spec is not None:
-                rec.vectors = _decode_vectors(row[2], "plain", spec)
+                rec.vectors = _decode_vectors(row[2], spec)
             recs.append(rec)
     out = []
     for i, op, conds in searches:

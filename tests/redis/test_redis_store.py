@@ -107,6 +107,50 @@ def test_bookkeeping_keys_expire_natively(modules: bool) -> None:
     client.close()
 
 
+def test_vector_documents_follow_their_items(qe_client: redis.Redis) -> None:
+    """Query Engine mode keeps an item's vectors in a document beside it: written with the item,
+    expiring with it, and gone when the item is deleted or stored without vectors."""
+    store = RedisStore(qe_client, prefix=_prefix(), index={"dims": 8, "embed": HashEmbeddings(8)})
+    store.setup()
+    doc = store.keys.vectors("t", "k")
+    store.put(("t",), "k", {"text": "alpha"}, ttl=1)
+    assert qe_client.exists(doc) and 0 < qe_client.pttl(doc) <= 60_000
+    assert [r.key for r in store.search(("t",), query="alpha")] == ["k"]
+    store.put(("t",), "k", {"text": "beta"})  # no TTL now: neither the item nor its vectors expire
+    assert qe_client.pttl(doc) == -1 and qe_client.pttl(store.keys.item("t", "k")) == -1
+    store.put(("t",), "k", {"text": "beta"}, index=False)
+    assert not qe_client.exists(doc) and store.search(("t",), query="beta") == []
+    assert [r.key for r in store.search(("t",), filter={"text": "beta"})] == ["k"]
+    store.put(("t",), "k", {"text": "gamma"})
+    assert qe_client.exists(doc)
+    store.delete(("t",), "k")
+    assert not qe_client.exists(doc) and store.search(("t",), query="gamma") == []
+
+
+def test_setup_refuses_a_prefix_in_the_earlier_json_layout(qe_client: redis.Redis) -> None:
+    prefix = _prefix()
+    qe_client.set(f"{prefix}:mode", "query_engine")
+    qe_client.execute_command(
+        "FT.CREATE",
+        f"{prefix}:idx",
+        "ON",
+        "JSON",
+        "PREFIX",
+        1,
+        f"{prefix}:i:",
+        "SCHEMA",
+        "$.u",
+        "AS",
+        "u",
+        "NUMERIC",
+    )
+    try:
+        with pytest.raises(ValueError, match="JSON layout"):
+            RedisStore(qe_client, prefix=prefix).setup()
+    finally:
+        qe_client.execute_command("FT.DROPINDEX", f"{prefix}:idx")
+
+
 def test_filter_tokens_keep_their_stored_format() -> None:
     """Tags already stored must keep matching after an upgrade: a token is the 12-byte blake2b of
     kind, path JSON and canonical value JSON, whatever the code computing it."""
