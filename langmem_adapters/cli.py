@@ -495,7 +495,7 @@ class RedisBackend(Backend):
             targets = [item]
             if self.query_engine:
                 fields["u"] = m["u"]
-                if json.loads(h_raw):  # the item has a vector document: same order, same expiry
+                if h_raw and json.loads(h_raw):  # a vector document: same order, same expiry
                     targets.append(self.keys.vectors(ns, key))
                     pipe.execute_command("JSON.SET", targets[-1], "$.u", m["u"])
             pipe.hset(item, mapping=fields)

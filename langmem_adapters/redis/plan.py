@@ -88,6 +88,7 @@ WRITE_SCRIPT = """
 -- Query Engine mode only runs on a single server: the vector document's key is derived here.
 local old, qe, reg = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1]
 local function vkey(key) return (string.gsub(key, '^([^:]*):i:', '%1:v:')) end
+local listed = {}  -- registry scores and namespaces
 local a, k, written = 5, reg and 2 or 1, 0
 for g = 1, tonumber(ARGV[3]) do
   local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
@@ -118,10 +119,13 @@ for g = 1, tonumber(ARGV[3]) do
       local stored = got[1]
       if not (op == 'a' and stored) then
         written = written + 1
-        local v = qe and (doc ~= '' or (got[2] and got[2] ~= '[]')) and vkey(key)
-        if qe then
+        local vectors = h ~= '[]' or (got[2] and got[2] ~= '[]')  -- now or before
+        local v = qe and vectors and vkey(key)
+        if qe and vectors then
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
-          if doc ~= '' then redis.call('JSON.SET', v, '$', doc) elseif v then redis.call('DEL', v) end
+          if doc ~= '' then redis.call('JSON.SET', v, '$', doc) else redis.call('DEL', v) end
+        elseif qe then  -- no vectors now or before: h and e keep their empty values
+          redis.call('HSET', key, 'm', m, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
         else
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x)
         end
@@ -140,13 +144,16 @@ for g = 1, tonumber(ARGV[3]) do
   redis.call('ZREMRANGEBYSCORE', z, '-inf', old)
   local top = forever and {ns, NO_EXPIRY} or redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
   if top[2] then
-    if reg then redis.call('ZADD', reg, top[2], ns) end
+    if reg then listed[#listed + 1] = top[2]; listed[#listed + 1] = ns end
     if tonumber(top[2]) >= NO_EXPIRY then redis.call('PERSIST', z) else redis.call('PEXPIREAT', z, top[2] + GRACE) end
   elseif reg then
     redis.call('ZREM', reg, ns)
   end
 end
 if reg then
+  for i = 1, #listed, 1000 do  -- the registry entries of the batch, in a few ZADDs
+    redis.call('ZADD', reg, unpack(listed, i, math.min(i + 999, #listed)))
+  end
   redis.call('ZREMRANGEBYSCORE', reg, '-inf', old)
   REGISTRY_TTL
 end
@@ -327,17 +334,22 @@ def _path_token(kind: str, path: tuple[str, ...]) -> str:
     return _token(kind, path)
 
 
+_SCALAR_TOKENS: dict[tuple[Any, ...], str] = {}  # emptied when it reaches 16384 entries
+
+
 def _value_token(path: tuple[str, ...], value: Any) -> str:
     """``_token("e", path, value)``, cached for strings and numbers (the type is part of the cache
     key: ``True == 1`` in Python, but their tokens differ)."""
-    if type(value) in (str, int, float):
-        return _scalar_token(path, type(value).__name__, value)
-    return _token("e", path, value)
-
-
-@lru_cache(maxsize=8192)
-def _scalar_token(path: tuple[str, ...], _type: str, value: Any) -> str:
-    return _token("e", path, value)
+    kind = type(value)
+    if kind is not str and kind is not int and kind is not float:
+        return _token("e", path, value)
+    key = (path, kind, value)
+    token = _SCALAR_TOKENS.get(key)
+    if token is None:
+        if len(_SCALAR_TOKENS) >= 16384:
+            _SCALAR_TOKENS.clear()
+        token = _SCALAR_TOKENS[key] = _token("e", path, value)
+    return token
 
 
 def _canon_json(v: Any) -> str:
@@ -663,7 +675,7 @@ def _put_entry(
     if mode == "query_engine":
         assert w.value is not None
         p = _namespace_tokens(w.namespace)
-        t = sorted(set(_value_tokens(w.value)))
+        t = _value_tokens(w.value)  # distinct: one x and one e token per path
         doc = (
             orjson.dumps({"u": now_us, "p": p, "t": t, "e": [v for _, _, v in vectors]}).decode()
             if vectors
