@@ -495,9 +495,8 @@ class RedisBackend(Backend):
             targets = [item]
             if self.query_engine:
                 fields["u"] = m["u"]
-                if h_raw and json.loads(h_raw):  # a vector document: same order, same expiry
+                if h_raw and json.loads(h_raw):  # a vector document: same expiry
                     targets.append(self.keys.vectors(ns, key))
-                    pipe.execute_command("JSON.SET", targets[-1], "$.u", m["u"])
             pipe.hset(item, mapping=fields)
             for target in targets:
                 if r.expires_at is None:

@@ -11,8 +11,8 @@ of one namespace live in one cluster slot):
   ``x`` expiry ms, ``h`` embedded-text hashes, ``e`` the vectors (base64 float32). Query Engine mode
   adds what the index ``P:items`` reads: ``u`` updated_at, ``p`` namespace tokens, ``t`` value tokens.
 - ``P:v:{h}:<len(ns)>:<ns>:<key>``: Query Engine mode, an item with vectors: a JSON document with
-  its vectors and the item's ``u``, ``p`` and ``t``, indexed by the vector index (``P:vec:...``). A
-  hash holds one vector per field; a JSON array holds every vector of the item.
+  its vectors and the item's ``p`` and ``t`` (for filtered KNN), indexed by the vector index
+  (``P:vec:...``). A hash holds one vector per field; a JSON array holds every vector of the item.
 - ``P:z:{h}:<ns>``: ZSET of the namespace's item keys scored by expiry (ms, ``NO_EXPIRY`` if none).
 - ``P:ns``: ZSET of namespaces scored by the latest expiry of their items (the namespace registry).
 
@@ -518,7 +518,6 @@ def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
                 int(spec.ann.get("ef_construction", 64)),
             ]
         schema = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
-        schema += ["$.u", "AS", "u", "NUMERIC", "SORTABLE"]
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
         on, prefix = "JSON", f"{keys.prefix}:v:"
     return ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, "SCHEMA", *schema)
@@ -677,7 +676,7 @@ def _put_entry(
         p = _namespace_tokens(w.namespace)
         t = _value_tokens(w.value)  # distinct: one x and one e token per path
         doc = (
-            orjson.dumps({"u": now_us, "p": p, "t": t, "e": [v for _, _, v in vectors]}).decode()
+            orjson.dumps({"p": p, "t": t, "e": [v for _, _, v in vectors]}).decode()
             if vectors
             else ""
         )
