@@ -124,7 +124,7 @@ for g = 1, tonumber(ARGV[3]) do
         if qe and vectors then
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
           if doc ~= '' then redis.call('JSON.SET', v, '$', doc) else redis.call('DEL', v) end
-        elseif qe then  -- no vectors now or before: h and e keep their empty values
+        elseif qe then  -- no vectors now or before: h and e stay empty (or absent)
           redis.call('HSET', key, 'm', m, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
         else
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x)
@@ -392,6 +392,7 @@ def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[
 
 @lru_cache(maxsize=8192)
 def _namespace_json(namespace: tuple[str, ...]) -> str:
+    """The namespace as JSON text, for the items' meta (cached: a batch repeats its namespaces)."""
     return _path_json(namespace)
 
 
@@ -596,9 +597,8 @@ class _Entry:
     ttl_ms: str = ""
     x: int = NO_EXPIRY
     c: int = 0
-    payload: tuple[str, ...] = (
-        "",
-    ) * 6  # m, h, e; then p, t and the vector document (Query Engine)
+    # m, h, e; then p, t and the vector document (Query Engine mode)
+    payload: tuple[str, ...] = ("",) * 6
 
 
 def _write_rounds(
