@@ -587,7 +587,7 @@ def _decode_vectors(raw: Any, spec: IndexSpec) -> np.ndarray[Any, Any]:
 # --------------------------------------------------------------------------- writes
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     """One item of the write script: op code, TTL and payload fields."""
 
@@ -654,9 +654,13 @@ def _ttl_ms(minutes: float) -> int:
 
 
 def _put_entry(
-    mode: Mode, w: Write, now_us: int, vectors: list[tuple[str, str, list[float]]], op: str
+    mode: Mode,
+    ns_text: str,
+    w: Write,
+    now_us: int,
+    vectors: list[tuple[str, str, list[float]]],
+    op: str,
 ) -> _Entry:
-    ns_text = nsp.join(w.namespace)
     now_ms = now_us // 1000
     ttl_ms = _ttl_ms(w.ttl) if w.ttl is not None else None
     x = now_ms + ttl_ms if ttl_ms is not None else NO_EXPIRY
@@ -1016,13 +1020,14 @@ def plan(
             )
 
     op_code = "a" if if_absent else "p"
+    named = [(nsp.join(w.namespace), w) for w in batch.writes]
     entries = [
-        _put_entry(mode, w, now_us, vectors.get((nsp.join(w.namespace), w.key), []), op_code)
+        _put_entry(mode, ns_text, w, now_us, vectors.get((ns_text, w.key), []), op_code)
         if w.value is not None
-        else _Entry(nsp.join(w.namespace), w.key, "d")
-        for w in batch.writes
+        else _Entry(ns_text, w.key, "d")
+        for ns_text, w in named
     ]
-    written_keys = {(nsp.join(w.namespace), w.key) for w in batch.writes}
+    written_keys = {(ns_text, w.key) for ns_text, w in named}
     entries += [
         _Entry(ns_text, key, "t", str(_ttl_ms(ttl)), now_ms + _ttl_ms(ttl))
         for (ns_text, key), ttl in touch.items()
