@@ -129,11 +129,12 @@ for g = 1, tonumber(ARGV[3]) do
         else
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x)
         end
+        -- a vector document gets the item's expiry whatever it had (JSON.SET keeps a key's TTL)
         if ttl ~= '' then
           redis.call('PEXPIRE', key, ttl)
           if qe and doc ~= '' then redis.call('PEXPIRE', v, ttl) end
-        elseif stored then
-          redis.call('PERSIST', key)
+        else
+          if stored then redis.call('PERSIST', key) end
           if qe and doc ~= '' then redis.call('PERSIST', v) end
         end
         redis.call('ZADD', z, x, key)
@@ -198,7 +199,8 @@ SEARCH_SCRIPT = """
 -- FT.SEARCH with ARGV[2..] as its arguments (NOCONTENT, or RETURN 1 d for KNN), then the meta and
 -- created_at of the hits read here, as one bulk reply that parses far faster than the nested one:
 -- [hits, distance of the last hit or null, [[meta, created, distance or null], ...]]. A KNN hit is
--- an item's vector document (P:v:...), read through its item (P:i:...).
+-- an item's vector document (P:v:...), read through its item (P:i:...); one whose item has no
+-- vectors (a document left behind when its item was removed out of band) is left out.
 -- ARGV[1] > 0 reads only that many hits plus those tied with the last of them (a KNN page whose
 -- rows all match needs no more); 0 reads every hit. A hit whose key expired reads as nil and is left
 -- out; ``hits`` still counts it, so the caller can tell a short window from an exhausted result.
@@ -216,8 +218,11 @@ for i = 2, #r, step do
     end
   end
   if load == 0 or hits <= load or d == edge then
-    local v = redis.call('HMGET', (string.gsub(r[i], '^([^:]*):v:', '%1:i:')), 'm', 'c')
-    if v[1] then rows[#rows + 1] = '[' .. v[1] .. ',' .. v[2] .. ',' .. d .. ']' end
+    local key, n = string.gsub(r[i], '^([^:]*):v:', '%1:i:')
+    local v = redis.call('HMGET', key, 'm', 'c', 'h')
+    if v[1] and (n == 0 or (v[3] and v[3] ~= '[]')) then
+      rows[#rows + 1] = '[' .. v[1] .. ',' .. v[2] .. ',' .. d .. ']'
+    end
   end
   if hits == load then edge = d end
 end

@@ -218,8 +218,8 @@ class RedisStore(_RedisConfig, SyncStore):
     ) -> None:
         """``client`` is a redis-py client or a URL. ``conn``, ``store_prefix`` (= ``prefix``,
         default ``"langmem"``) and ``cluster_mode`` are the official store's names, accepted so that
-        switching is one import; ``vector_prefix`` is accepted and unused (vectors live in each
-        item's own key)."""
+        switching is one import; ``vector_prefix`` is accepted and unused (vectors live beside each
+        item, under ``prefix``)."""
         client = _one_client(client, conn, "conn")
         self._configure(index, ttl)
         self._configure_redis(_one_prefix(prefix, store_prefix), mode)
@@ -396,7 +396,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         pool blocks when all its connections are busy, so many concurrent tasks queue instead of
         failing. ``redis_url`` / ``redis_client``, ``connection_args`` (for that client),
         ``store_prefix`` (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official
-        store's names; ``vector_prefix`` is accepted and unused (vectors live in each item's key)."""
+        store's names; ``vector_prefix`` is accepted and unused (vectors live beside each item,
+        under ``prefix``)."""
         if redis_url is not None and redis_client is not None:
             raise TypeError("pass redis_url= or redis_client=, not both")
         client = _one_client(client, redis_url or redis_client, "redis_url/redis_client")

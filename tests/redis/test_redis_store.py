@@ -127,6 +127,31 @@ def test_vector_documents_follow_their_items(qe_client: redis.Redis) -> None:
     assert not qe_client.exists(doc) and store.search(("t",), query="gamma") == []
 
 
+def test_a_vector_document_left_behind_is_neither_matched_nor_kept_alive(
+    qe_client: redis.Redis,
+) -> None:
+    """An item hash removed out of band (eviction, a manual DEL) can leave its vector document
+    behind: searches skip it, and a new item under that key does not inherit its expiry."""
+    store = RedisStore(
+        qe_client,
+        prefix=_prefix(),
+        index={"dims": 8, "embed": HashEmbeddings(8), "fields": ["text"]},
+    )
+    store.setup()
+    item, doc = store.keys.item("t", "k"), store.keys.vectors("t", "k")
+    store.put(("t",), "k", {"text": "secret plans", "acl": "public"})
+    qe_client.delete(item)
+    store.put(("t",), "k", {"note": "no text", "acl": "private"})
+    assert store.search(("t",), query="secret plans", filter={"acl": "public"}) == []
+    assert store.search(("t",), query="secret plans") == []
+    store.put(("t",), "k2", {"text": "other", "acl": "public"}, ttl=5)
+    qe_client.delete(store.keys.item("t", "k2"))
+    store.put(("t",), "k2", {"text": "other again"})  # permanent now, with its vectors
+    assert qe_client.pttl(store.keys.vectors("t", "k2")) == -1
+    assert [r.key for r in store.search(("t",), query="other again")] == ["k2"]
+    assert qe_client.exists(doc)  # left behind, harmless: nothing reads it
+
+
 def test_setup_refuses_a_prefix_in_the_earlier_json_layout(qe_client: redis.Redis) -> None:
     prefix = _prefix()
     qe_client.set(f"{prefix}:mode", "query_engine")
