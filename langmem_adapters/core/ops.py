@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from langgraph.store.base import (
@@ -63,8 +63,9 @@ def _check_keys(value: Any, depth: int = 0) -> bool:
     None) and finite floats, which orjson writes exactly as ``json`` does."""
     if depth > 500:
         raise InvalidValueError("item value is nested more than 500 levels deep")
-    plain = type(value) in _CONTAINERS
-    if isinstance(value, Mapping):
+    kind = type(value)
+    plain = kind in _CONTAINERS
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         children: Iterable[Any] = value.values()
         for k in value:
             if type(k) is not str:
@@ -232,6 +233,29 @@ def _namespace(ns: Any, what: str) -> tuple[str, ...]:
     return ns
 
 
+_ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
+_CHECKED: dict[tuple[str, ...], None] = {}  # item namespaces that passed, emptied at 4096 entries
+
+
+def _item_namespace(op: _ItemOp) -> _ItemOp:
+    """``op`` with its namespace checked (a tuple of valid labels), remembering namespaces that
+    passed: a batch repeats a few namespaces, and the checks cost more than the lookup."""
+    ns = op.namespace
+    try:
+        if type(ns) is tuple and ns in _CHECKED:
+            return op
+    except TypeError:  # an unhashable label; the checks below name it
+        pass
+    checked = _namespace(ns, "namespace")
+    if checked is not ns:
+        op = op._replace(namespace=checked)
+    validate_op_namespace(op)
+    if len(_CHECKED) >= 4096:
+        _CHECKED.clear()
+    _CHECKED[checked] = None
+    return op
+
+
 def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     """Validate every op and group them; raises before any I/O so a bad batch changes nothing."""
     op_list = list(ops)
@@ -240,11 +264,7 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     for i, op in enumerate(op_list):
         if isinstance(op, GetOp):
             validate_key(op.key)
-            ns = _namespace(op.namespace, "namespace")
-            if ns is not op.namespace:
-                op = op._replace(namespace=ns)
-            validate_op_namespace(op)
-            batch.gets.append((i, op))
+            batch.gets.append((i, _item_namespace(op)))
         elif isinstance(op, SearchOp):
             prefix = _namespace(op.namespace_prefix, "namespace prefix")
             if prefix is not op.namespace_prefix:
@@ -276,11 +296,9 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
                 _namespace(cond.path, "match path")
             batch.lists.append((i, op))
         elif isinstance(op, PutOp):
-            ns = _namespace(op.namespace, "namespace")
             validate_key(op.key)
-            if ns is not op.namespace:
-                op = op._replace(namespace=ns)
-            validate_op_namespace(op)
+            op = _item_namespace(op)
+            ns = op.namespace
             if not ns:
                 raise InvalidNamespaceError("namespace cannot be empty")
             _check_index(op.index)

@@ -81,68 +81,82 @@ end
 WRITE_SCRIPT = """
 -- KEYS: the registry when ARGV[4] is "1" (not on a cluster, where it lives in another slot), then
 -- per namespace group its ZSET and its item keys.
--- ARGV: now_ms - GRACE, query engine ("1"/"0"), groups, registry; per group: ns, n; per item: op,
--- ttl_ms, x, c (now us), m, h, e, then in Query Engine mode p and t (tokens) and the vector document.
--- op: p put, a put-if-absent, d delete, t touch (refresh TTL). Returns the number of items written.
--- Entries of expired items are kept for GRACE ms (readers skip them) so sweep_ttl() can count them.
+-- ARGV: now_ms - GRACE, query engine ("1"/"0"), groups, registry, now (us: created_at of new items
+-- and updated_at); per group: ns, n; per item its op, then by op:
+--   p put / a put-if-absent: ttl_ms, x, m, then in Query Engine mode p and t (tokens);
+--   P / A the same for an item with vectors: ttl_ms, x, m, h, e, then p, t and the vector document;
+--   d delete: nothing; t touch (refresh TTL): ttl_ms, x.
+-- Returns the number of items written.
+-- Entries of expired items are kept for GRACE ms (readers skip them) so sweep_ttl() can count them;
+-- a group drops them when it deletes or writes an item with a TTL (a group of permanent writes
+-- leaves them to the next such group or to sweep_ttl(): that saves a call per namespace).
 -- Query Engine mode only runs on a single server: the vector document's key is derived here.
-local old, qe, reg = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1]
+local old, qe, reg, c = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1], ARGV[5]
 local function vkey(key) return (string.gsub(key, '^([^:]*):i:', '%1:v:')) end
 local listed = {}  -- registry scores and namespaces
-local a, k, written = 5, reg and 2 or 1, 0
+local a, k, written = 6, reg and 2 or 1, 0
 for g = 1, tonumber(ARGV[3]) do
   local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
   local forever = false  -- an item without expiry was written: the ZSET's top score is NO_EXPIRY
+  local expiring = false  -- an item was deleted or written with a TTL
   k = k + 1
   a = a + 2
   for i = 1, n do
-    local key, op, ttl, x, c = KEYS[k], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-    local m, h, e = ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
-    local p, t, doc
-    if qe then p, t, doc = ARGV[a + 7], ARGV[a + 8], ARGV[a + 9] end
+    local key, op = KEYS[k], ARGV[a]
     k = k + 1
-    a = a + (qe and 10 or 7)
     if op == 'd' then
+      a = a + 1
+      expiring = true
       redis.call('DEL', key)
       if qe then redis.call('DEL', vkey(key)) end
       redis.call('ZREM', z, key)
     elseif op == 't' then
+      local ttl, x = ARGV[a + 1], ARGV[a + 2]
+      a = a + 3
       if redis.call('PEXPIRE', key, ttl) == 1 then  -- 0: the item is gone, nothing to refresh
         redis.call('HSET', key, 'x', x)
         if qe then redis.call('PEXPIRE', vkey(key), ttl) end
         redis.call('ZADD', z, x, key)
       end
     else
+      local ttl, x, m = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+      local with = op == 'P' or op == 'A'  -- the item has vectors now
+      local h, e, p, t, doc = '[]', ''
+      a = a + 4
+      if with then h, e, a = ARGV[a], ARGV[a + 1], a + 2 end
+      if qe then p, t, a = ARGV[a], ARGV[a + 1], a + 2 end
+      if qe and with then doc, a = ARGV[a], a + 1 end
       -- the stored created_at, false when there is no item (the read doubles as the existence test),
-      -- and the stored text hashes ('[]': the item has no vector document)
+      -- and the stored text hashes ('[]' or absent: the item has no vectors)
       local got = redis.call('HMGET', key, 'c', 'h')
       local stored = got[1]
-      if not (op == 'a' and stored) then
+      if not ((op == 'a' or op == 'A') and stored) then
         written = written + 1
-        local vectors = h ~= '[]' or (got[2] and got[2] ~= '[]')  -- now or before
+        local vectors = with or (got[2] and got[2] ~= '[]')  -- now or before
         local v = qe and vectors and vkey(key)
         if qe and vectors then
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
-          if doc ~= '' then redis.call('JSON.SET', v, '$', doc) else redis.call('DEL', v) end
-        elseif qe then  -- no vectors now or before: h and e stay empty (or absent)
+          if with then redis.call('JSON.SET', v, '$', doc) else redis.call('DEL', v) end
+        elseif qe then  -- no vectors now or before: h and e stay absent
           redis.call('HSET', key, 'm', m, 'c', stored or c, 'x', x, 'u', c, 'p', p, 't', t)
         else
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', stored or c, 'x', x)
         end
         -- a vector document gets the item's expiry whatever it had (JSON.SET keeps a key's TTL)
         if ttl ~= '' then
+          expiring = true
           redis.call('PEXPIRE', key, ttl)
-          if qe and doc ~= '' then redis.call('PEXPIRE', v, ttl) end
+          if qe and with then redis.call('PEXPIRE', v, ttl) end
         else
           if stored then redis.call('PERSIST', key) end
-          if qe and doc ~= '' then redis.call('PERSIST', v) end
+          if qe and with then redis.call('PERSIST', v) end
         end
         redis.call('ZADD', z, x, key)
         forever = forever or ttl == ''
       end
     end
   end
-  redis.call('ZREMRANGEBYSCORE', z, '-inf', old)
+  if expiring then redis.call('ZREMRANGEBYSCORE', z, '-inf', old) end
   local top = forever and {ns, NO_EXPIRY} or redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
   if top[2] then
     if reg then listed[#listed + 1] = top[2]; listed[#listed + 1] = ns end
@@ -339,24 +353,6 @@ def _path_token(kind: str, path: tuple[str, ...]) -> str:
     return _token(kind, path)
 
 
-_SCALAR_TOKENS: dict[tuple[Any, ...], str] = {}  # emptied when it reaches 16384 entries
-
-
-def _value_token(path: tuple[str, ...], value: Any) -> str:
-    """``_token("e", path, value)``, cached for strings and numbers (the type is part of the cache
-    key: ``True == 1`` in Python, but their tokens differ)."""
-    kind = type(value)
-    if kind is not str and kind is not int and kind is not float:
-        return _token("e", path, value)
-    key = (path, kind, value)
-    token = _SCALAR_TOKENS.get(key)
-    if token is None:
-        if len(_SCALAR_TOKENS) >= 16384:
-            _SCALAR_TOKENS.clear()
-        token = _SCALAR_TOKENS[key] = _token("e", path, value)
-    return token
-
-
 def _canon_json(v: Any) -> str:
     """JSON text that is equal exactly when values are ``json_equal`` (1 == 1.0, True != 1, key order ignored)."""
     if isinstance(v, str):
@@ -380,18 +376,75 @@ def _canon(v: Any) -> Any:
     return v
 
 
+class _PathTokens:
+    """One value path's ``x`` token, its children, and its cached ``e`` tokens of strings and numbers
+    (one dict per type: ``True == 1`` in Python, but their tokens differ)."""
+
+    __slots__ = ("children", "equals", "exists", "path", "values")
+
+    def __init__(self, path: tuple[str, ...]) -> None:
+        self.path = path
+        self.exists = _token("x", path)
+        self.equals = _path_hash("e", path)
+        self.children: dict[str, _PathTokens] = {}
+        self.values: dict[type, dict[Any, str]] = {str: {}, int: {}, float: {}}
+
+    def child(self, key: str) -> _PathTokens:
+        node = self.children.get(key)
+        if node is None:
+            node = self.children[key] = _PathTokens((*self.path, key))
+            _TokenCache.entries += 1
+        return node
+
+    def value(self, v: Any) -> str:
+        """``_token("e", path, v)``."""
+        cache = self.values.get(type(v))
+        if cache is None:
+            return _token("e", self.path, v)
+        token = cache.get(v)
+        if token is None:
+            h = self.equals.copy()
+            h.update(_canon_json(v).encode("utf-8", "surrogatepass"))
+            token = cache[v] = h.hexdigest()
+            _TokenCache.entries += 1
+        return token
+
+
+class _TokenCache:
+    """The tree of cached path tokens, dropped whole when it holds 16384 entries (paths and values)."""
+
+    root = _PathTokens(())
+    entries = 0
+
+    @classmethod
+    def node(cls, path: Sequence[str]) -> _PathTokens:
+        if cls.entries >= 16384:
+            cls.root, cls.entries = _PathTokens(()), 0
+        node = cls.root
+        for key in path:
+            node = node.child(key)
+        return node
+
+
+def _value_token(path: Sequence[str], value: Any) -> str:
+    """``_token("e", path, value)``, cached for strings and numbers."""
+    return _TokenCache.node(path).value(value)
+
+
 _LEAVES = frozenset({str, int, float, bool, type(None), list})
 
 
-def _value_tokens(value: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[str]:
+def _value_tokens(value: Mapping[str, Any], node: _PathTokens | None = None) -> list[str]:
     """Tokens of every path reached through objects only (see :func:`_pushdown`)."""
+    if node is None:
+        node = _TokenCache.node(())
     out: list[str] = []
+    children = node.children
     for k, v in value.items():
-        p = (*path, k)
-        out.append(_path_token("x", p))
-        out.append(_value_token(p, v))
+        child = children.get(k) or node.child(k)
+        out += (child.exists, child.value(v))
         if type(v) not in _LEAVES and isinstance(v, Mapping):
-            out += _value_tokens(v, p)
+            out += _value_tokens(v, child)
     return out
 
 
@@ -405,6 +458,12 @@ def _namespace_json(namespace: tuple[str, ...]) -> str:
 def _namespace_tokens(namespace: tuple[str, ...]) -> tuple[str, ...]:
     """The ``n`` tokens of a namespace and each of its prefixes (what a prefix search matches)."""
     return tuple(_path_token("n", namespace[:i]) for i in range(1, len(namespace) + 1))
+
+
+@lru_cache(maxsize=8192)
+def _namespace_tags(namespace: tuple[str, ...]) -> str:
+    """The ``p`` field of the namespace's items: its tokens, joined."""
+    return ",".join(_namespace_tokens(namespace))
 
 
 def _pushdown(cond: Condition) -> str | None:
@@ -422,7 +481,7 @@ def _pushdown(cond: Condition) -> str | None:
         clause = "@t:{" + " | ".join(_token("e", cond.path, v) for v in cond.value) + "}"
         return clause if cond.op == "$in" else f"-{clause}"
     if cond.op == "$exists":
-        return ("" if cond.value else "-") + f"@t:{{{_path_token('x', tuple(cond.path))}}}"
+        return ("" if cond.value else "-") + f"@t:{{{_TokenCache.node(cond.path).exists}}}"
     return None
 
 
@@ -594,40 +653,37 @@ def _decode_vectors(raw: Any, spec: IndexSpec) -> np.ndarray[Any, Any]:
 
 @dataclass(slots=True)
 class _Entry:
-    """One item of the write script: op code, TTL and payload fields."""
+    """One item of the write script: its op code, expiry and script arguments (see WRITE_SCRIPT)."""
 
     ns_text: str
     key: str
     op: str
-    ttl_ms: str = ""
-    x: int = NO_EXPIRY
-    c: int = 0
-    # m, h, e; then p, t and the vector document (Query Engine mode)
-    payload: tuple[str, ...] = ("",) * 6
+    x: int
+    args: tuple[Any, ...]
 
 
 def _write_rounds(
-    keys: Keys, mode: Mode, now_ms: int, entries: list[_Entry], cluster: bool
+    keys: Keys, mode: Mode, now_us: int, entries: list[_Entry], cluster: bool
 ) -> list[Round]:
     """One write-script call for all entries; on a cluster, a registry step then one call per namespace."""
     groups: dict[str, list[_Entry]] = {}
     for e in entries:
         groups.setdefault(e.ns_text, []).append(e)
     if not cluster:
-        return [Round([_script_call(keys, mode, now_ms, groups, registry=True)])]
+        return [Round([_script_call(keys, mode, now_us, groups, registry=True)])]
     expiry = {
         ns: max(e.x for e in group)
         for ns, group in groups.items()
         if any(e.op != "d" for e in group)
     }
     register = Call(
-        (now_ms - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))),
+        (now_us // 1000 - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))),
         "register",
         (keys.registry,),
     )
     writes = Round(
         [
-            _script_call(keys, mode, now_ms, {ns: group}, registry=False)
+            _script_call(keys, mode, now_us, {ns: group}, registry=False)
             for ns, group in groups.items()
         ]
     )
@@ -635,27 +691,34 @@ def _write_rounds(
 
 
 def _script_call(
-    keys: Keys, mode: Mode, now_ms: int, groups: dict[str, list[_Entry]], registry: bool
+    keys: Keys, mode: Mode, now_us: int, groups: dict[str, list[_Entry]], registry: bool
 ) -> Call:
+    now_ms = now_us // 1000
     key_list = [keys.registry] if registry else []
     args: list[Any] = [
         now_ms - GRACE_MS,
         "1" if mode == "query_engine" else "0",
         len(groups),
         "1" if registry else "0",
+        now_us,
     ]
-    width = 6 if mode == "query_engine" else 3
     for ns_text, group in groups.items():
         key_list.append(keys.zset(ns_text))
-        args += [ns_text, len(group)]
+        args += (ns_text, len(group))
         for e in group:
             key_list.append(keys.item(ns_text, e.key))
-            args += [e.op, e.ttl_ms, e.x, e.c, *e.payload[:width]]
+            args += e.args
     return Call(tuple(args), script="write", keys=tuple(key_list))
 
 
 def _ttl_ms(minutes: float) -> int:
     return max(1, round(minutes * 60_000))
+
+
+def _touch_entry(ns_text: str, key: str, ttl: float, now_ms: int) -> _Entry:
+    """A TTL refresh: the item's own TTL, from now."""
+    ttl_ms = _ttl_ms(ttl)
+    return _Entry(ns_text, key, "t", now_ms + ttl_ms, ("t", str(ttl_ms), now_ms + ttl_ms))
 
 
 def _put_entry(
@@ -673,24 +736,22 @@ def _put_entry(
         f'{{"ns":{_namespace_json(w.namespace)},"k":{encode_basestring(w.key)},'
         f'"v":{w.value_json},"u":{now_us},"l":{"null" if w.ttl is None else repr(w.ttl)}}}'
     )
-    hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode() if vectors else "[]"
-    blob = (
-        base64.b64encode(np.asarray([v for _, _, v in vectors], np.float32).tobytes()).decode()
-        if vectors
-        else ""
-    )
-    payload: tuple[str, ...] = (meta, hashes, blob)
+    ttl_arg = "" if ttl_ms is None else str(ttl_ms)
+    if vectors:
+        op = op.upper()
+        hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
+        blob = base64.b64encode(np.asarray([v for _, _, v in vectors], np.float32).tobytes())
+        args: tuple[Any, ...] = (op, ttl_arg, x, meta, hashes, blob.decode())
+    else:
+        args = (op, ttl_arg, x, meta)
     if mode == "query_engine":
         assert w.value is not None
-        p = _namespace_tokens(w.namespace)
         t = _value_tokens(w.value)  # distinct: one x and one e token per path
-        doc = (
-            orjson.dumps({"p": p, "t": t, "e": [v for _, _, v in vectors]}).decode()
-            if vectors
-            else ""
-        )
-        payload += (",".join(p), ",".join(t), doc)
-    return _Entry(ns_text, w.key, op, "" if ttl_ms is None else str(ttl_ms), x, now_us, payload)
+        args += (_namespace_tags(w.namespace), ",".join(t))
+        if vectors:
+            p = _namespace_tokens(w.namespace)
+            args += (orjson.dumps({"p": p, "t": t, "e": [v for _, _, v in vectors]}).decode(),)
+    return _Entry(ns_text, w.key, op, x, args)
 
 
 def _embed_writes(
@@ -1029,17 +1090,17 @@ def plan(
     entries = [
         _put_entry(mode, ns_text, w, now_us, vectors.get((ns_text, w.key), []), op_code)
         if w.value is not None
-        else _Entry(ns_text, w.key, "d")
+        else _Entry(ns_text, w.key, "d", NO_EXPIRY, ("d",))
         for ns_text, w in named
     ]
     written_keys = {(ns_text, w.key) for ns_text, w in named}
     entries += [
-        _Entry(ns_text, key, "t", str(_ttl_ms(ttl)), now_ms + _ttl_ms(ttl))
+        _touch_entry(ns_text, key, ttl, now_ms)
         for (ns_text, key), ttl in touch.items()
         if (ns_text, key) not in written_keys
     ]
     if entries:
-        for request in _write_rounds(keys, mode, now_ms, entries, cluster):
+        for request in _write_rounds(keys, mode, now_us, entries, cluster):
             written = yield request
         if if_absent:
             return bool(sum(written))

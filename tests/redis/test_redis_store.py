@@ -328,18 +328,27 @@ def test_kept_connection_goes_back_and_small_pools_are_not_held(qe_client: redis
 
 
 def test_commands_are_packed_as_redis_py_packs_them() -> None:
-    """The store's own RESP writer sends byte for byte what redis-py would."""
+    """The store sends byte for byte what redis-py would, with hiredis's writer (a dependency) and
+    with its own for redis-py's pure-Python one, script calls included."""
+    from redis.connection import PythonRespSerializer
+
     from langmem_adapters.redis.plan import Call
-    from langmem_adapters.redis.store import _pack
+    from langmem_adapters.redis.store import _args, _pack, _pack_text
 
     conn = redis.Connection()
     calls = [
         Call(("SET", "k", "v")),
         Call(("HSET", "ключ", "", b"\x00\x01\r\nblob", -7, 2**70, 1.5, 1e-300, "naïve ✓")),
         Call((b"raw", "x" * 1000, 0)),
+        Call((1, "ü", b"\xff"), script="write", keys=("k:{ä}",)),
     ]
-    expected = b"".join(b"".join(conn.pack_command(*c.args)) for c in calls)
+    assert type(conn._command_packer).__name__ == "HiredisRespSerializer"
+    expected = b"".join(b"".join(conn.pack_command(*_args(c))) for c in calls)
     assert _pack(calls, conn.encoder) == expected
+    for encoder in (conn.encoder, redis.connection.Encoder("latin-1", "replace", False)):
+        python = PythonRespSerializer(6000, encoder.encode)
+        expected = b"".join(b"".join(python.pack(*_args(c))) for c in calls)
+        assert _pack_text(calls, encoder) == expected
 
 
 async def test_async_store_from_a_url_is_a_context_manager_and_queues_many_tasks() -> None:
