@@ -560,7 +560,7 @@ def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
     """``FT.CREATE`` of the items' index (hashes, ``spec`` None) or of a vector index (documents)."""
     if spec is None:
         schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
-        schema += ["u", "NUMERIC", "SORTABLE"]
+        schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX"]  # sorted by, never filtered on
         on, prefix = "HASH", f"{keys.prefix}:i:"
     else:
         metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
