@@ -618,6 +618,26 @@ def median_results(runs: list[Results]) -> Results:
     return {m: {s: statistics.median(v) for s, v in d.items()} for m, d in merged.items()}
 
 
+def summary_title(cfg: Config) -> str:
+    return (
+        f"Median of {cfg.repeat} run(s) (ops/s per store; ratio: the median of each run's ratio), "
+        f"N={cfg.n} items in {cfg.namespaces} namespaces, dims={cfg.dims}, "
+        f"batch rows = batches of {BATCH} items/s"
+    )
+
+
+def median_ratios(runs: list[Results]) -> dict[str, float]:
+    """Per metric, the median over repetitions of each run's ours/official. The two stores of a run
+    are measured interleaved, so a run's ratio cancels the machine's load, which drifts between runs
+    (a ratio of the separate medians would pair one run's speed with another's)."""
+    merged: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        for metric, per_store in run.items():
+            if per_store.get("official"):
+                merged[metric].append(per_store.get("ours", 0.0) / per_store["official"])
+    return {m: statistics.median(v) for m, v in merged.items()}
+
+
 ORDER = [
     "put (single)",
     "put (batch of 100)",
@@ -635,14 +655,19 @@ ORDER = [
 ]
 
 
-def table_rows(rates: Results, recalls: Results) -> list[dict[str, Any]]:
-    """One row per metric: ops/s of both stores, ratio, target, recall when measured."""
+def table_rows(
+    rates: Results, recalls: Results, ratios: dict[str, float] | None = None
+) -> list[dict[str, Any]]:
+    """One row per metric: ops/s of both stores, ratio (from ``ratios`` when given), target,
+    recall when measured."""
     rows = []
     for metric in ORDER:
         if metric not in rates:
             continue
         ours, official = rates[metric].get("ours", 0.0), rates[metric].get("official", 0.0)
         ratio = ours / official if official else float("inf")
+        if ratios and metric in ratios:
+            ratio = ratios[metric]
         row: dict[str, Any] = {
             "metric": metric,
             "ours": ours,
@@ -776,11 +801,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             recall_runs.append(recalls)
             print(render(table_rows(rates, recalls), markdown=False), flush=True)
         rates, recalls = median_results(rate_runs), median_results(recall_runs)
-        rows = table_rows(rates, recalls)
-        print(
-            f"\nMedian of {cfg.repeat} run(s), N={cfg.n} items in {cfg.namespaces} namespaces, "
-            f"dims={cfg.dims}, batch rows = batches of {BATCH} items/s:"
-        )
+        rows = table_rows(rates, recalls, median_ratios(rate_runs))
+        print(f"\n{summary_title(cfg)}:")
         print(render(rows, markdown=args.markdown))
         report.update({"rows": rows, "runs": rate_runs, "recall_runs": recall_runs})
 

@@ -198,11 +198,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rate_runs.append(rates)
             recall_runs.append(recalls)
             print(bench.render(bench.table_rows(rates, recalls), markdown=False), flush=True)
-        rows = bench.table_rows(bench.median_results(rate_runs), bench.median_results(recall_runs))
-        print(
-            f"\nMedian of {cfg.repeat} run(s), N={cfg.n} items in {cfg.namespaces} namespaces, "
-            f"dims={cfg.dims}, batch rows = batches of {bench.BATCH} items/s:"
+        rows = bench.table_rows(
+            bench.median_results(rate_runs),
+            bench.median_results(recall_runs),
+            bench.median_ratios(rate_runs),
         )
+        print(f"\n{bench.summary_title(cfg)}:")
         print(bench.render(rows, markdown=args.markdown))
         report.update({"rows": rows, "runs": rate_runs, "recall_runs": recall_runs})
     if args.recall_100k or args.only_recall_100k:

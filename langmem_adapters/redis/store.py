@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Literal, cast
 
-import hiredis
 import redis
 import redis.asyncio as aredis
 import redis.asyncio.cluster as acluster
@@ -27,6 +26,9 @@ import redis.cluster
 from langgraph.store.base import IndexConfig, Op, TTLConfig
 from redis.exceptions import ClusterDownError, MaxConnectionsError, NoScriptError, ResponseError
 from redis.utils import HIREDIS_AVAILABLE
+
+if HIREDIS_AVAILABLE:  # redis-py writes commands with it then, and so do we
+    import hiredis
 
 from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
 from langmem_adapters.core.vectors import SearchStats
