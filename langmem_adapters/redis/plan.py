@@ -127,8 +127,8 @@ for g = 1, tonumber(ARGV[3]) do
       if qe then p, t, a = ARGV[a], ARGV[a + 1], a + 2 end
       if qe and with then doc, a = ARGV[a], a + 1 end
       -- the stored created_at, false when there is no item (the read doubles as the existence test),
-      -- and the stored text hashes ('[]' or absent: the item has no vectors)
-      local got = redis.call('HMGET', key, 'c', 'h')
+      -- the stored text hashes ('[]' or absent: the item has no vectors) and expiry
+      local got = redis.call('HMGET', key, 'c', 'h', 'x')
       local stored = got[1]
       if not ((op == 'a' or op == 'A') and stored) then
         written = written + 1
@@ -151,7 +151,7 @@ for g = 1, tonumber(ARGV[3]) do
           if stored then redis.call('PERSIST', key) end
           if qe and with then redis.call('PERSIST', v) end
         end
-        redis.call('ZADD', z, x, key)
+        if got[3] ~= x then redis.call('ZADD', z, x, key) end  -- same expiry: the entry stands
         forever = forever or ttl == ''
       end
     end
