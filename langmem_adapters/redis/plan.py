@@ -534,8 +534,11 @@ def setup_plan(keys: Keys, spec: IndexSpec | None, mode: str, cluster: bool = Fa
                 f"prefix {keys.prefix!r} holds items in the JSON layout of earlier development builds; "
                 "export them with that build (`langmem-adapters export`) and import them into a new prefix"
             )
-        calls = [Call(_create_index(keys, None))]
-        calls += [Call(_create_index(keys, spec))] if spec is not None else []
+        # A new prefix holds no keys yet: its indexes skip the scan of the whole keyspace, which on a
+        # busy server would slow every command until it finished.
+        fresh = not recorded
+        calls = [Call(_create_index(keys, None, fresh))]
+        calls += [Call(_create_index(keys, spec, fresh))] if spec is not None else []
         for created in (yield Round(calls, check=False)):
             if isinstance(created, Exception) and "already exists" not in str(created):
                 raise created
@@ -556,8 +559,9 @@ def _info_field(info: Any, name: str) -> str:
     return found.group(1) if found else "0"
 
 
-def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
-    """``FT.CREATE`` of the items' index (hashes, ``spec`` None) or of a vector index (documents)."""
+def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tuple[Any, ...]:
+    """``FT.CREATE`` of the items' index (hashes, ``spec`` None) or of a vector index (documents);
+    ``fresh``: the prefix has no keys, so the index skips its initial scan."""
     if spec is None:
         schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
         schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX"]  # sorted by, never filtered on
@@ -585,7 +589,8 @@ def _create_index(keys: Keys, spec: IndexSpec | None) -> tuple[Any, ...]:
         schema = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
         on, prefix = "JSON", f"{keys.prefix}:v:"
-    return ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, "SCHEMA", *schema)
+    scan = ("SKIPINITIALSCAN",) if fresh else ()
+    return ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, *scan, "SCHEMA", *schema)
 
 
 def _vector_dtype(spec: IndexSpec) -> tuple[str, type[np.floating[Any]]]:

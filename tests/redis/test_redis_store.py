@@ -136,6 +136,26 @@ def test_bookkeeping_stays_exact_when_rewrites_keep_their_expiry(modules: bool) 
     client.close()
 
 
+def test_setup_rebuilds_a_missing_index_over_stored_items(qe_client: redis.Redis) -> None:
+    """A new prefix's indexes skip the scan of the keyspace; on a prefix that already holds items
+    the scan stays, so an index dropped by hand is rebuilt over them by the next setup()."""
+    index = {"dims": 8, "embed": HashEmbeddings(8)}
+    store = RedisStore(qe_client, prefix=_prefix(), index=index)  # type: ignore[arg-type]
+    store.setup()
+    store.put(("t",), "k", {"text": "alpha", "kind": "x"})
+    for spec in (None, store.index_spec):
+        qe_client.execute_command("FT.DROPINDEX", store.keys.index(spec))
+    again = RedisStore(qe_client, prefix=store.keys.prefix, index=index)  # type: ignore[arg-type]
+    again.setup()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not again.search(("t",), filter={"kind": "x"}):
+        time.sleep(0.05)  # the scan runs in the background
+    assert [i.key for i in again.search(("t",), filter={"kind": "x"})] == ["k"]
+    while time.monotonic() < deadline and not again.search(("t",), query="alpha"):
+        time.sleep(0.05)
+    assert [i.key for i in again.search(("t",), query="alpha")] == ["k"]
+
+
 def test_vector_documents_follow_their_items(qe_client: redis.Redis) -> None:
     """Query Engine mode keeps an item's vectors in a document beside it: written with the item,
     expiring with it, and gone when the item is deleted or stored without vectors."""
