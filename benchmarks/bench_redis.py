@@ -94,7 +94,25 @@ def open_stores(
             )
         )
         official.setup()
+        _settle(url)
         yield {"ours": ours, "official": official}
+
+
+def _settle(url: str, timeout: float = 60.0) -> None:
+    """Wait for the server's index scans to finish. ``FT.CREATE`` without ``SKIPINITIALSCAN`` scans
+    the whole keyspace in a background thread, which the workloads would otherwise compete with."""
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        deadline = time.monotonic() + timeout
+        for name in client.execute_command("FT._LIST"):
+            while time.monotonic() < deadline:
+                info = client.execute_command("FT.INFO", name)
+                fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
+                if float(fields.get("percent_indexed", 1)) >= 1.0:
+                    break
+                time.sleep(0.05)
+    finally:
+        client.close()
 
 
 @contextmanager
