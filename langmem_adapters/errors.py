@@ -1,44 +1,85 @@
-"""Exceptions raised by langmem_adapters stores and memory tiers.
+"""Every exception this package raises, under one root: :class:`LangmemAdaptersError`.
 
-Every error caused by bad input subclasses ``ValueError`` or ``TypeError`` so callers that
-already catch those keep working, and names the offending part of the request.
+Errors caused by bad input also subclass ``ValueError`` or ``TypeError`` (and a lost server
+``ConnectionError``), so callers that already catch those keep working; each names the offending
+part of the request. Each error is also importable from the package whose code raises it
+(``langmem_adapters.memory.ConcurrentWriteError``, ``langmem_adapters.tools.NamespaceTemplateError``)
+and from ``langmem_adapters``.
 """
 
 from __future__ import annotations
 
-from langgraph.store.base import InvalidNamespaceError
+from langgraph.store.base import InvalidNamespaceError as _LangGraphNamespaceError
 
 __all__ = [
+    "CLIError",
     "ConcurrentWriteError",
     "EmbeddingDimensionError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidFilterError",
+    "InvalidMemoryQueryError",
+    "InvalidMemoryWriteError",
     "InvalidNamespaceError",
+    "InvalidRecordError",
     "InvalidValueError",
+    "LangmemAdaptersError",
+    "MemoryToolConfigError",
+    "MemoryTypeError",
+    "NamespaceTemplateError",
     "NonJSONValueError",
+    "RecordNotFoundError",
     "StoreConnectionError",
     "StoreError",
 ]
 
 
-class StoreError(Exception):
-    """Base class for failures of a store that are not caused by bad input."""
+class LangmemAdaptersError(Exception):
+    """The root of every error of this package: ``except LangmemAdaptersError`` catches them all."""
 
 
-class InvalidFilterError(ValueError):
+# --------------------------------------------------------------------------- bad input to a store
+
+
+class InvalidArgumentError(LangmemAdaptersError, ValueError):
+    """An argument has a usable type but a value out of range (a negative ``limit``, a bad option)."""
+
+
+class InvalidArgumentTypeError(LangmemAdaptersError, TypeError):
+    """An argument has the wrong type (a ``limit`` that is not an integer, an index that is a string)."""
+
+
+class InvalidNamespaceError(LangmemAdaptersError, _LangGraphNamespaceError):
+    """A namespace is malformed; also langgraph's ``InvalidNamespaceError``, so either catch works."""
+
+
+class InvalidFilterError(LangmemAdaptersError, ValueError):
     """A search filter is malformed: unknown operator, wrong operand type or bad path."""
 
 
-class InvalidValueError(ValueError):
+class InvalidValueError(LangmemAdaptersError, ValueError):
     """An item value cannot be stored as JSON (NaN, infinity, a non-string key...)."""
 
 
-class NonJSONValueError(TypeError):
+class NonJSONValueError(LangmemAdaptersError, TypeError):
     """An item value holds an object that JSON cannot represent (a set, a datetime...)."""
 
 
-class EmbeddingDimensionError(ValueError):
+class InvalidRecordError(LangmemAdaptersError, ValueError):
+    """A record given to ``restore`` (or read from an export) is malformed: missing fields, a naive
+    timestamp, a non-positive TTL."""
+
+
+class EmbeddingDimensionError(LangmemAdaptersError, ValueError):
     """An embedding function returned unusable vectors: a size other than ``IndexConfig.dims``, the
     wrong count, or NaN/infinite values."""
+
+
+# --------------------------------------------------------------------------- store failures
+
+
+class StoreError(LangmemAdaptersError):
+    """Base class for failures of a store that are not caused by bad input."""
 
 
 class StoreConnectionError(StoreError, ConnectionError):
@@ -52,3 +93,45 @@ class StoreConnectionError(StoreError, ConnectionError):
 
 class ConcurrentWriteError(StoreError):
     """Another writer changed the record first; re-read and retry."""
+
+
+# --------------------------------------------------------------------------- memory tiers
+
+
+class RecordNotFoundError(LangmemAdaptersError, LookupError):
+    """The record a write refers to does not exist under this tier's namespace root."""
+
+
+class InvalidMemoryWriteError(LangmemAdaptersError, ValueError):
+    """A write breaks a tier rule (empty text, a future episode, a window that ends before it starts...)."""
+
+
+class InvalidMemoryQueryError(LangmemAdaptersError, ValueError):
+    """A read asks for something impossible (``k < 1``, ``since`` after ``until``...)."""
+
+
+class MemoryTypeError(LangmemAdaptersError, TypeError):
+    """An argument has the wrong type, e.g. a naive ``datetime`` or a non-string text."""
+
+
+# --------------------------------------------------------------------------- memory tools
+
+
+class MemoryToolConfigError(LangmemAdaptersError, RuntimeError):
+    """The tool cannot run as configured (no store available); a set-up error, not the model's."""
+
+
+class NamespaceTemplateError(LangmemAdaptersError, ValueError):
+    """A namespace template field has no value (or an unusable one) in the context or config."""
+
+
+# --------------------------------------------------------------------------- command line
+
+
+class CLIError(LangmemAdaptersError):
+    """A problem the CLI reports as one ``error:`` line; ``code`` is the exit status (2 usage, 1
+    runtime)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code

@@ -14,18 +14,37 @@ from typing import Any, TypeVar
 import orjson
 from langgraph.store.base import (
     GetOp,
-    InvalidNamespaceError,
     ListNamespacesOp,
     Op,
     PutOp,
     SearchOp,
-    validate_op_namespace,
 )
+from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
+from langgraph.store.base import _validate_namespace as langgraph_validate_put_namespace
+from langgraph.store.base import validate_op_namespace as langgraph_validate_namespace
 
 from langmem_adapters.core.filters import Condition, has_nul, parse_filter
-from langmem_adapters.errors import InvalidValueError, NonJSONValueError
+from langmem_adapters.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidNamespaceError,
+    InvalidValueError,
+    NonJSONValueError,
+)
 
-__all__ = ["Batch", "dump_value", "has_long_number", "load_json", "plan_batch", "validate_key"]
+__all__ = [
+    "Batch",
+    "Write",
+    "check_count",
+    "check_prefix",
+    "dump_value",
+    "has_long_number",
+    "item_namespace",
+    "load_json",
+    "plan_batch",
+    "validate_key",
+    "validate_namespace",
+]
 
 
 def _is_utf8(text: str) -> bool:
@@ -42,7 +61,7 @@ def _is_utf8(text: str) -> bool:
 def validate_key(key: Any) -> str:
     """Keys are strings without NUL characters (PostgreSQL text cannot hold NUL) or lone surrogates."""
     if not isinstance(key, str):
-        raise TypeError(f"item key must be a string, got {type(key).__name__}")
+        raise InvalidArgumentTypeError(f"item key must be a string, got {type(key).__name__}")
     if "\x00" in key:
         raise InvalidValueError(f"item key {key!r} contains a NUL character")
     if not _is_utf8(key):
@@ -173,21 +192,41 @@ def load_json(text: str | bytes) -> Any:
     return value
 
 
-def _check_count(name: str, value: Any) -> int:
+def check_count(name: str, value: Any) -> int:
+    """A count argument (``limit``, ``offset``, ``page_size``...): an integer >= 0."""
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(f"{name} must be an integer, got {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
+        raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
     return value
+
+
+def validate_op_namespace(op: Op) -> None:
+    """langgraph's label rules for an op, raising this package's ``InvalidNamespaceError``."""
+    try:
+        langgraph_validate_namespace(op)
+    except LangGraphNamespaceError as exc:
+        raise InvalidNamespaceError(str(exc)) from None
+
+
+def validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """langgraph's rules for a namespace written to (not empty, no ``"langgraph"`` root, valid
+    labels), as ``BaseStore.put`` applies them, raising this package's ``InvalidNamespaceError``."""
+    namespace = _namespace(namespace, "namespace")
+    try:
+        langgraph_validate_put_namespace(namespace)
+    except LangGraphNamespaceError as exc:
+        raise InvalidNamespaceError(str(exc)) from None
+    return namespace
 
 
 def _check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
     if not isinstance(ttl, (int, float)) or isinstance(ttl, bool):
-        raise TypeError(f"ttl must be a number of minutes, got {type(ttl).__name__}")
+        raise InvalidArgumentTypeError(f"ttl must be a number of minutes, got {type(ttl).__name__}")
     if not math.isfinite(ttl) or ttl <= 0:
-        raise ValueError(f"ttl must be a positive, finite number of minutes, got {ttl!r}")
+        raise InvalidArgumentError(f"ttl must be a positive, finite number of minutes, got {ttl!r}")
     return float(ttl)
 
 
@@ -195,7 +234,9 @@ def _check_index(index: Any) -> None:
     if index is None or index is False:
         return
     if not isinstance(index, (list, tuple)) or not all(isinstance(p, str) and p for p in index):
-        raise TypeError(f"index must be False, None or a list of field paths, got {index!r}")
+        raise InvalidArgumentTypeError(
+            f"index must be False, None or a list of field paths, got {index!r}"
+        )
 
 
 @dataclass
@@ -237,7 +278,7 @@ _ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
 _CHECKED: dict[tuple[str, ...], None] = {}  # item namespaces that passed, emptied at 4096 entries
 
 
-def _item_namespace(op: _ItemOp) -> _ItemOp:
+def item_namespace(op: _ItemOp) -> _ItemOp:
     """``op`` with its namespace checked (a tuple of valid labels), remembering namespaces that
     passed: a batch repeats a few namespaces, and the checks cost more than the lookup."""
     ns = op.namespace
@@ -256,6 +297,13 @@ def _item_namespace(op: _ItemOp) -> _ItemOp:
     return op
 
 
+def check_prefix(prefix: Any) -> tuple[str, ...]:
+    """A search or listing namespace prefix: a tuple (or list) of valid labels, possibly empty."""
+    checked = _namespace(prefix, "namespace prefix")
+    validate_op_namespace(SearchOp(checked))
+    return checked
+
+
 def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     """Validate every op and group them; raises before any I/O so a bad batch changes nothing."""
     op_list = list(ops)
@@ -264,16 +312,17 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     for i, op in enumerate(op_list):
         if isinstance(op, GetOp):
             validate_key(op.key)
-            batch.gets.append((i, _item_namespace(op)))
+            batch.gets.append((i, item_namespace(op)))
         elif isinstance(op, SearchOp):
-            prefix = _namespace(op.namespace_prefix, "namespace prefix")
+            prefix = check_prefix(op.namespace_prefix)
             if prefix is not op.namespace_prefix:
                 op = op._replace(namespace_prefix=prefix)
-            validate_op_namespace(op)
-            _check_count("limit", op.limit)
-            _check_count("offset", op.offset)
+            check_count("limit", op.limit)
+            check_count("offset", op.offset)
             if op.query is not None and not isinstance(op.query, str):
-                raise TypeError(f"query must be a string, got {type(op.query).__name__}")
+                raise InvalidArgumentTypeError(
+                    f"query must be a string, got {type(op.query).__name__}"
+                )
             batch.searches.append((i, op, parse_filter(op.filter)))
         elif isinstance(op, ListNamespacesOp):
             # A bare string path is one label (the official stores would split it into characters).
@@ -284,20 +333,20 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
                 )
             )
             validate_op_namespace(op)
-            _check_count("limit", op.limit)
-            _check_count("offset", op.offset)
-            if op.max_depth is not None and (_check_count("max_depth", op.max_depth) == 0):
-                raise ValueError("max_depth must be >= 1")
+            check_count("limit", op.limit)
+            check_count("offset", op.offset)
+            if op.max_depth is not None and (check_count("max_depth", op.max_depth) == 0):
+                raise InvalidArgumentError("max_depth must be >= 1")
             for cond in op.match_conditions or ():
                 if cond.match_type not in ("prefix", "suffix"):
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}"
                     )
                 _namespace(cond.path, "match path")
             batch.lists.append((i, op))
         elif isinstance(op, PutOp):
             validate_key(op.key)
-            op = _item_namespace(op)
+            op = item_namespace(op)
             ns = op.namespace
             if not ns:
                 raise InvalidNamespaceError("namespace cannot be empty")
@@ -312,6 +361,6 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
                 _check_ttl(op.ttl),
             )
         else:
-            raise TypeError(f"unknown operation type {type(op).__name__}")
+            raise InvalidArgumentTypeError(f"unknown operation type {type(op).__name__}")
     batch.writes = list(writes.values())
     return op_list, batch

@@ -1,17 +1,19 @@
 """The backend-independent half of every store: the ``BaseStore`` surface for a blocking and for an
-async driver, embedding requests, atomic create and the TTL sweeper.
+async driver, embedding requests, atomic create, export/restore and the TTL sweeper.
 
-A backend writes its batch logic once as a plan (a generator that yields requests and returns the
-results) and supplies ``_plan`` (build one) and ``_run`` (drive one on its client, sync or async).
+A backend writes its logic once as plans (generators that yield requests and return results, see
+:mod:`langmem_adapters.core.drive`) and supplies only how to build them (``_plan``, ``_items_plan``,
+``_restore_plan``) and how one request is executed on its client: ``_session()``, a context manager
+holding the connection (and transaction) that yields the function executing one backend round.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Generator, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -23,27 +25,30 @@ from langgraph.store.base import (
     Result,
     TTLConfig,
     _ensure_ttl,
-    _validate_namespace,
 )
 
+from langmem_adapters.core.drive import adrive, drive
+from langmem_adapters.core.embedding import Embed
+from langmem_adapters.core.ops import check_count, check_prefix, validate_namespace
+from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import InvalidArgumentError
 
-__all__ = ["AsyncStore", "Embed", "Plan", "SyncStore"]
+__all__ = ["AsyncStore", "Embed", "ItemsPage", "Plan", "SyncStore"]
 
-Plan = Generator[Any, Any, Any]
+R = TypeVar("R")
+Plan = Generator[Any, Any, R]
+"""A backend plan: yields ``Embed`` or the backend's round, is sent the answer, returns ``R``."""
+ItemsPage = tuple[list[StoredItem], Cursor | None]
+"""One page of ``iter_items``: the items, and the cursor to read on from (``None``: no more)."""
 
-
-@dataclass(frozen=True)
-class Embed:
-    """Texts to embed: documents, or search queries (``query=True`` uses ``embed_query``)."""
-
-    texts: list[str]
-    query: bool = False
+#: Items per page of ``iter_items`` and ``restore`` unless told otherwise.
+PAGE_SIZE = 500
 
 
 class _Store(BaseStore):
-    """Configuration and checks shared by both drivers."""
+    """Configuration, checks and plan builders shared by both drivers."""
 
     supports_ttl: bool = True
     index_spec: IndexSpec | None
@@ -62,15 +67,24 @@ class _Store(BaseStore):
         self.index_config = index
         self.ttl_config = check_ttl_config(ttl)
 
-    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
-        """The backend's plan for a batch (or for one atomic create)."""
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[Any]:
+        """The backend's plan for a batch (or for one atomic create, returning whether it created)."""
+        raise NotImplementedError
+
+    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
+        """The backend's plan for one page of live items under ``prefix`` after ``after``."""
+        raise NotImplementedError
+
+    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
+        """The backend's plan writing one page of checked records (with their value JSON) atomically,
+        timestamps and expiry kept, vectors computed for this store's index; returns how many."""
         raise NotImplementedError
 
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
     ) -> PutOp:
-        _validate_namespace(tuple(namespace))
-        return PutOp(tuple(namespace), str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
+        namespace = validate_namespace(namespace)
+        return PutOp(namespace, str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
 
     def _embed(self, request: Embed) -> list[list[float]]:
         assert self.index_spec is not None
@@ -87,13 +101,35 @@ class _Store(BaseStore):
         return await embeddings.aembed_documents(request.texts)
 
 
+def _listing(namespace_prefix: Any, page_size: Any, after: Any) -> tuple[tuple[str, ...], int, Cursor]:
+    """The checked arguments of ``iter_items``."""
+    if check_count("page_size", page_size) == 0:
+        raise InvalidArgumentError("page_size must be >= 1")
+    return check_prefix(namespace_prefix), page_size, cursor_of(after)
+
+
+def _pages(records: Iterable[StoredItem], page_size: Any) -> list[list[tuple[StoredItem, str]]]:
+    """``restore``'s input checked whole (nothing is written if any record is bad), in pages."""
+    if check_count("page_size", page_size) == 0:
+        raise InvalidArgumentError("page_size must be >= 1")
+    checked = check_records(records)
+    return [checked[i : i + page_size] for i in range(0, len(checked), page_size)]
+
+
 class SyncStore(_Store):
     """A store on a blocking client; its async methods run the blocking ones in a worker thread."""
 
     _sweeper: Sweeper | None = None
 
-    def _run(self, steps: Plan) -> Any:
+    def _session(self) -> AbstractContextManager[Callable[[Any], Any]]:
+        """The backend's connection (and transaction) context, yielding how to execute one round."""
         raise NotImplementedError
+
+    def _run(self, steps: Plan[R]) -> R:
+        """Drive a plan in one session: embed with the sync embedder, rounds on the backend."""
+        with self._session() as execute:
+            embed = self._embed
+            return drive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
     def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many went."""
@@ -109,7 +145,7 @@ class SyncStore(_Store):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._run_retrying(list(ops))
+        return self._run_retrying(list(ops))  # type: ignore[no-any-return]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop is never blocked."""
@@ -143,6 +179,49 @@ class SyncStore(_Store):
         """Async twin of :meth:`put_if_absent`."""
         return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
 
+    def iter_items(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        page_size: int = PAGE_SIZE,
+        after: Cursor | StoredItem | None = None,
+    ) -> Iterator[StoredItem]:
+        """Every live item under ``namespace_prefix`` with its timestamps, expiry and TTL, ordered by
+        namespace text then key, read ``page_size`` at a time; ``after`` (an item's ``cursor``)
+        resumes after that item. Items written meanwhile appear if they sort after the position read."""
+        prefix, size, cursor = _listing(namespace_prefix, page_size, after)
+        position: Cursor | None = cursor
+        while position is not None:
+            page, position = self._run(self._items_plan(prefix, position, size))
+            yield from page
+
+    async def aiter_items(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        page_size: int = PAGE_SIZE,
+        after: Cursor | StoredItem | None = None,
+    ) -> AsyncIterator[StoredItem]:
+        """Async twin of :meth:`iter_items` (each page read in a worker thread)."""
+        prefix, size, cursor = _listing(namespace_prefix, page_size, after)
+        position: Cursor | None = cursor
+        while position is not None:
+            page, position = await asyncio.to_thread(
+                self._run, self._items_plan(prefix, position, size)
+            )
+            for item in page:
+                yield item
+
+    def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
+        """Write records as they were (value, ``created_at``, ``updated_at``, expiry, TTL), vectors
+        computed for this store's index; returns how many. Every record is checked before anything
+        is written; each page of ``page_size`` is applied atomically (whole or not at all)."""
+        return sum(self._run(self._restore_plan(page)) for page in _pages(records, page_size))
+
+    async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
+        """Async twin of :meth:`restore` (in a worker thread)."""
+        return await asyncio.to_thread(self.restore, list(records), page_size=page_size)
+
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
     ) -> concurrent.futures.Future[None]:
@@ -173,14 +252,19 @@ class AsyncStore(_Store):
         except RuntimeError:
             self.loop = None
 
-    async def _run(self, steps: Plan) -> Any:
+    def _session(self) -> AbstractAsyncContextManager[Callable[[Any], Any]]:
+        """The backend's connection (and transaction) context, yielding the coroutine function
+        executing one round."""
         raise NotImplementedError
 
-    async def _drive(self, steps: Plan) -> Any:
-        """``_run`` after binding the loop that later sync calls from other threads will use."""
+    async def _drive(self, steps: Plan[R]) -> R:
+        """Drive a plan in one session with awaits (binding the loop that later sync calls from other
+        threads will use): the same requests as the sync store, executed asynchronously."""
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
-        return await self._run(steps)
+        async with self._session() as execute:
+            embed = self._aembed
+            return await adrive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
     async def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
         for attempt in range(self._attempts):
@@ -214,11 +298,11 @@ class AsyncStore(_Store):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._run_retrying(list(ops))
+        return await self._run_retrying(list(ops))  # type: ignore[no-any-return]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """``abatch`` on the store's event loop, for callers in other threads."""
-        return self._sync(self.abatch(list(ops)))
+        return self._sync(self.abatch(list(ops)))  # type: ignore[no-any-return]
 
     async def aput_if_absent(
         self,
@@ -244,6 +328,46 @@ class AsyncStore(_Store):
     ) -> bool:
         """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
         return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))
+
+    async def aiter_items(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        page_size: int = PAGE_SIZE,
+        after: Cursor | StoredItem | None = None,
+    ) -> AsyncIterator[StoredItem]:
+        """Every live item under ``namespace_prefix`` (see :meth:`SyncStore.iter_items`)."""
+        prefix, size, cursor = _listing(namespace_prefix, page_size, after)
+        position: Cursor | None = cursor
+        while position is not None:
+            page, position = await self._drive(self._items_plan(prefix, position, size))
+            for item in page:
+                yield item
+
+    def iter_items(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        page_size: int = PAGE_SIZE,
+        after: Cursor | StoredItem | None = None,
+    ) -> Iterator[StoredItem]:
+        """Sync twin of :meth:`aiter_items`, for callers in other threads (pages on the store's loop)."""
+        prefix, size, cursor = _listing(namespace_prefix, page_size, after)
+        position: Cursor | None = cursor
+        while position is not None:
+            page, position = self._sync(self._drive(self._items_plan(prefix, position, size)))
+            yield from page
+
+    async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
+        """Write records as they were (see :meth:`SyncStore.restore`); returns how many."""
+        total = 0
+        for page in _pages(records, page_size):
+            total += await self._drive(self._restore_plan(page))
+        return total
+
+    def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
+        """Sync twin of :meth:`arestore`, for callers in other threads."""
+        return int(self._sync(self.arestore(list(records), page_size=page_size)))
 
     async def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
