@@ -20,9 +20,7 @@ Answer = TypeVar("Answer")
 Result = TypeVar("Result")
 
 
-def drive(
-    steps: Generator[Request, Answer, Result], answer: Callable[[Request], Answer]
-) -> Result:
+def drive(steps: Generator[Request, Answer, Result], answer: Callable[[Request], Answer]) -> Result:
     """Run ``steps`` to completion, answering each request with ``answer`` (blocking)."""
     try:
         request = next(steps)

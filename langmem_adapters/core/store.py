@@ -101,7 +101,9 @@ class _Store(BaseStore):
         return await embeddings.aembed_documents(request.texts)
 
 
-def _listing(namespace_prefix: Any, page_size: Any, after: Any) -> tuple[tuple[str, ...], int, Cursor]:
+def _listing(
+    namespace_prefix: Any, page_size: Any, after: Any
+) -> tuple[tuple[str, ...], int, Cursor]:
     """The checked arguments of ``iter_items``."""
     if check_count("page_size", page_size) == 0:
         raise InvalidArgumentError("page_size must be >= 1")
