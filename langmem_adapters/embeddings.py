@@ -14,6 +14,8 @@ import re
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langmem_adapters.errors import InvalidArgumentError
+
 __all__ = ["HashEmbeddings"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -24,7 +26,7 @@ class HashEmbeddings(Embeddings):
 
     def __init__(self, dims: int = 64) -> None:
         if not isinstance(dims, int) or isinstance(dims, bool) or dims <= 0:
-            raise ValueError(f"dims must be a positive integer, got {dims!r}")
+            raise InvalidArgumentError(f"dims must be a positive integer, got {dims!r}")
         self.dims = dims
         self.calls = 0
         self.texts_embedded = 0

@@ -12,6 +12,8 @@ from typing import Any
 
 from langgraph.store.base import TTLConfig
 
+from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 __all__ = ["AsyncSweeper", "Sweeper", "check_ttl_config", "sweep_interval"]
 
 logger = logging.getLogger("langmem_adapters")
@@ -24,16 +26,18 @@ def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | N
     if ttl is None:
         return None
     if not isinstance(ttl, Mapping):
-        raise TypeError(f"ttl must be a TTLConfig dict, got {type(ttl).__name__}")
+        raise InvalidArgumentTypeError(f"ttl must be a TTLConfig dict, got {type(ttl).__name__}")
     unknown = set(ttl) - _KEYS
     if unknown:
-        raise ValueError(f"unknown TTLConfig keys: {sorted(unknown)}")
+        raise InvalidArgumentError(f"unknown TTLConfig keys: {sorted(unknown)}")
     for name in ("default_ttl", "sweep_interval_minutes"):
         v = ttl.get(name)
         if v is not None and (
             not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0
         ):
-            raise ValueError(f"TTLConfig {name} must be a positive number of minutes, got {v!r}")
+            raise InvalidArgumentError(
+                f"TTLConfig {name} must be a positive number of minutes, got {v!r}"
+            )
     return TTLConfig(**ttl)  # type: ignore[typeddict-item]
 
 
@@ -46,7 +50,9 @@ def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
         or not math.isfinite(minutes)
         or minutes <= 0
     ):
-        raise ValueError(f"sweep interval must be a positive number of minutes, got {minutes!r}")
+        raise InvalidArgumentError(
+            f"sweep interval must be a positive number of minutes, got {minutes!r}"
+        )
     return float(minutes) * 60.0
 
 

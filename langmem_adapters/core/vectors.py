@@ -13,7 +13,11 @@ from typing import Any, Literal, cast
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
 
-from langmem_adapters.errors import EmbeddingDimensionError
+from langmem_adapters.errors import (
+    EmbeddingDimensionError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 
 __all__ = ["Distance", "IndexSpec", "check_vectors", "extract_texts", "text_hash"]
 
@@ -36,16 +40,20 @@ class IndexSpec:
     def from_config(cls, config: IndexConfig | Mapping[str, Any]) -> IndexSpec:
         """Validate an IndexConfig (plus this package's ``distance_type``/``ann_index_config`` keys)."""
         if not isinstance(config, Mapping):
-            raise TypeError(f"index must be an IndexConfig dict, got {type(config).__name__}")
+            raise InvalidArgumentTypeError(
+                f"index must be an IndexConfig dict, got {type(config).__name__}"
+            )
         dims = config.get("dims")
         if not isinstance(dims, int) or isinstance(dims, bool) or dims <= 0:
-            raise ValueError(f"index 'dims' must be a positive integer, got {dims!r}")
+            raise InvalidArgumentError(f"index 'dims' must be a positive integer, got {dims!r}")
         fields = config.get("fields") or ["$"]
         if isinstance(fields, str) or not all(isinstance(f, str) and f for f in fields):
-            raise TypeError(f"index 'fields' must be a list of paths, got {fields!r}")
+            raise InvalidArgumentTypeError(
+                f"index 'fields' must be a list of paths, got {fields!r}"
+            )
         distance = config.get("distance_type", "cosine")
         if distance not in ("cosine", "l2", "inner_product"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"distance_type must be 'cosine', 'l2' or 'inner_product', got {distance!r}"
             )
         ann: dict[str, Any] = dict(cast(Mapping[str, Any], config.get("ann_index_config") or {}))
@@ -53,12 +61,14 @@ class IndexSpec:
         if kind == "flat":
             kind = "exact"
         if kind not in ("hnsw", "ivfflat", "exact"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"ann_index_config kind must be 'hnsw', 'ivfflat' or 'exact', got {kind!r}"
             )
         vector_type = ann.pop("vector_type", "vector")
         if vector_type not in ("vector", "halfvec"):
-            raise ValueError(f"vector_type must be 'vector' or 'halfvec', got {vector_type!r}")
+            raise InvalidArgumentError(
+                f"vector_type must be 'vector' or 'halfvec', got {vector_type!r}"
+            )
         return cls(
             dims=dims,
             embeddings=ensure_embeddings(config.get("embed")),
