@@ -80,13 +80,9 @@ from langmem_adapters.memory import (
     RecordNotFoundError,
     SemanticMemory,
 )
-from langmem_adapters.memory._common import (
-    check_filter,
-    lexical_score,
-    matches_filter,
-    utc_now,
-    validate_root,
-)
+from langmem_adapters.memory.checks import check_filter, validate_root
+from langmem_adapters.memory.matching import lexical_score, matches_filter
+from langmem_adapters.memory.times import utc_now
 
 __all__ = [
     "MemoryToolConfigError",

@@ -6,27 +6,29 @@ Each tier is ``Tier(store, namespace=root, ...)``; it keeps its records under
 twin. Times are timezone-aware datetimes in the API and epoch milliseconds in the store.
 """
 
-from langmem_adapters.memory._common import (
-    Attribution,
+from langmem_adapters.errors import (
+    ConcurrentWriteError,
     InvalidMemoryQueryError,
     InvalidMemoryWriteError,
-    MemoryRecord,
+    InvalidNamespaceError,
     MemoryTypeError,
     RecordNotFoundError,
-    to_context,
 )
 from langmem_adapters.memory.episodic import Episode, EpisodicMemory, blended_score
 from langmem_adapters.memory.procedural import ProceduralMemory, Procedure
+from langmem_adapters.memory.records import Attribution, MemoryRecord, to_context
 from langmem_adapters.memory.semantic import Fact, SemanticMemory
 from langmem_adapters.memory.working import WorkingMemory
 
 __all__ = [
     "Attribution",
+    "ConcurrentWriteError",
     "Episode",
     "EpisodicMemory",
     "Fact",
     "InvalidMemoryQueryError",
     "InvalidMemoryWriteError",
+    "InvalidNamespaceError",
     "MemoryRecord",
     "MemoryTypeError",
     "ProceduralMemory",

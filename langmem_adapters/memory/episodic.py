@@ -25,27 +25,23 @@ from typing import Any
 
 from langgraph.store.base import BaseStore, SearchItem
 
-from langmem_adapters.memory._common import (
-    Attribution,
-    Effect,
+from langmem_adapters.errors import (
     InvalidMemoryQueryError,
     InvalidMemoryWriteError,
-    MemoryRecord,
     MemoryTypeError,
-    _Tier,
-    call,
+)
+from langmem_adapters.memory.checks import (
     check_attribution,
     check_json,
     check_k,
     check_metadata,
     check_text,
-    fmt_time,
-    from_ms,
-    lexical_score,
-    search_page,
-    to_ms,
-    utc_now,
 )
+from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
+from langmem_adapters.memory.matching import lexical_score
+from langmem_adapters.memory.records import Attribution, MemoryRecord
+from langmem_adapters.memory.tier import MemoryTier, search_page
+from langmem_adapters.memory.times import fmt_time, from_ms, to_ms, utc_now
 
 __all__ = ["Episode", "EpisodicMemory", "blended_score"]
 
@@ -92,7 +88,7 @@ def _episode_from(value: Mapping[str, Any]) -> Episode:
     )
 
 
-class EpisodicMemory(_Tier):
+class EpisodicMemory(MemoryTier):
     """Append-only episodes under ``(*namespace, "episodic")``; see the module docstring."""
 
     _label = "episodic"
@@ -127,7 +123,7 @@ class EpisodicMemory(_Tier):
         thread_id: str | None,
         attribution: Attribution | None,
         metadata: Mapping[str, Any] | None,
-    ) -> Effect[Episode]:
+    ) -> Flow[Episode]:
         text = check_text(text)
         now = self._now_ms()
         when = now if occurred_at is None else to_ms(occurred_at, "occurred_at")
@@ -157,13 +153,13 @@ class EpisodicMemory(_Tier):
             "attribution": check_attribution(attribution).to_dict(),
             "metadata": check_metadata(metadata),
         }
-        yield from call("put", self._ns, key, value, ["text"])
+        yield from call(self.store, "put", self._ns, key, value, ["text"])
         return _episode_from(value)
 
-    def _get(self, episode_id: str) -> Effect[Episode | None]:
+    def _get(self, episode_id: str) -> Flow[Episode | None]:
         if not isinstance(episode_id, str):
             return None
-        item = yield from call("get", self._ns, episode_id)
+        item = yield from call(self.store, "get", self._ns, episode_id)
         if item is None or item.value.get("kind") != "episode":
             return None
         return _episode_from(item.value)
@@ -175,7 +171,7 @@ class EpisodicMemory(_Tier):
         until: datetime | None,
         k: int,
         success: bool | None,
-    ) -> Effect[list[Episode]]:
+    ) -> Flow[list[Episode]]:
         k = check_k(k)
         if success is not None and not isinstance(success, bool):
             raise MemoryTypeError(f"success must be a bool or None, got {type(success).__name__}")
@@ -213,7 +209,12 @@ class EpisodicMemory(_Tier):
         offset = 0
         while True:
             count, items = yield from search_page(
-                self._ns, query=query, filter=store_filter, limit=page_size, offset=offset
+                self.store,
+                self._ns,
+                query=query,
+                filter=store_filter,
+                limit=page_size,
+                offset=offset,
             )
             ranked_by_store = ranked_by_store or any(i.score is not None for i in items)
             found.extend((_episode_from(i.value), i.score) for i in items if keep(i))
@@ -256,7 +257,7 @@ class EpisodicMemory(_Tier):
         metadata: Mapping[str, Any] | None = None,
     ) -> Episode:
         """Append an episode that happened at ``occurred_at`` (default now; the future is rejected)."""
-        return self._run(
+        return run_flow(
             self._record(text, occurred_at, outcome, success, thread_id, attribution, metadata)
         )
 
@@ -272,17 +273,17 @@ class EpisodicMemory(_Tier):
         metadata: Mapping[str, Any] | None = None,
     ) -> Episode:
         """Async ``record``."""
-        return await self._arun(
+        return await arun_flow(
             self._record(text, occurred_at, outcome, success, thread_id, attribution, metadata)
         )
 
     def get(self, episode_id: str) -> Episode | None:
         """The episode with this id, or ``None`` (also for another tenant's id)."""
-        return self._run(self._get(episode_id))
+        return run_flow(self._get(episode_id))
 
     async def aget(self, episode_id: str) -> Episode | None:
         """Async ``get``."""
-        return await self._arun(self._get(episode_id))
+        return await arun_flow(self._get(episode_id))
 
     def recall(
         self,
@@ -298,7 +299,7 @@ class EpisodicMemory(_Tier):
         With a query they are ranked by the blended score of the module docstring; without
         one, newest first.
         """
-        return self._run(self._recall(query, since, until, k, success))
+        return run_flow(self._recall(query, since, until, k, success))
 
     async def arecall(
         self,
@@ -310,4 +311,4 @@ class EpisodicMemory(_Tier):
         success: bool | None = None,
     ) -> list[Episode]:
         """Async ``recall``."""
-        return await self._arun(self._recall(query, since, until, k, success))
+        return await arun_flow(self._recall(query, since, until, k, success))

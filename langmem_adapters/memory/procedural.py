@@ -24,26 +24,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from langmem_adapters.errors import ConcurrentWriteError
-from langmem_adapters.memory._common import (
-    Attribution,
-    Effect,
+from langmem_adapters.errors import (
+    ConcurrentWriteError,
     InvalidMemoryWriteError,
-    MemoryRecord,
     MemoryTypeError,
     RecordNotFoundError,
-    _Tier,
-    call,
-    check_attribution,
-    check_json,
-    check_metadata,
-    check_text,
-    digest,
-    fmt_time,
-    from_ms,
-    search_all,
-    to_ms,
 )
+from langmem_adapters.memory.checks import check_attribution, check_json, check_metadata, check_text
+from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
+from langmem_adapters.memory.records import Attribution, MemoryRecord
+from langmem_adapters.memory.tier import MemoryTier, digest, search_all
+from langmem_adapters.memory.times import fmt_time, from_ms, to_ms
 
 __all__ = ["ProceduralMemory", "Procedure"]
 
@@ -101,7 +92,7 @@ def _check_version(version: object, what: str, *, minimum: int) -> int:
     return version
 
 
-class ProceduralMemory(_Tier):
+class ProceduralMemory(MemoryTier):
     """Versioned skills and prompts under ``(*namespace, "procedural")``; see the module docstring."""
 
     _label = "procedural"
@@ -109,14 +100,14 @@ class ProceduralMemory(_Tier):
     def _key(self, name: str, version: int | str) -> str:
         return f"{digest(name)}:{version}"
 
-    def _version(self, name: str, version: int) -> Effect[Procedure | None]:
-        item = yield from call("get", self._ns, self._key(name, version))
+    def _version(self, name: str, version: int) -> Flow[Procedure | None]:
+        item = yield from call(self.store, "get", self._ns, self._key(name, version))
         if item is None or item.value.get("kind") != "version" or item.value.get("name") != name:
             return None
         return _procedure_from(item.value)
 
-    def _latest(self, name: str) -> Effect[Procedure | None]:
-        head = yield from call("get", self._ns, self._key(name, "head"))
+    def _latest(self, name: str) -> Flow[Procedure | None]:
+        head = yield from call(self.store, "get", self._ns, self._key(name, "head"))
         version = head.value.get("version", 0) if head is not None else 0
         latest = (yield from self._version(name, version)) if version else None
         while True:
@@ -133,7 +124,7 @@ class ProceduralMemory(_Tier):
         attribution: Attribution | None,
         metadata: Mapping[str, Any] | None,
         rolled_back_from: int | None = None,
-    ) -> Effect[Procedure]:
+    ) -> Flow[Procedure]:
         name = _check_name(name)
         body = check_text(body, "body")
         if expected_version is not None:
@@ -158,9 +149,12 @@ class ProceduralMemory(_Tier):
             version = current + 1
             key = self._key(name, version)
             value.update(id=key, version=version, published_at_ms=self._now_ms())
-            created = yield from call("put_if_absent", self._ns, key, dict(value), False)
+            created = yield from call(
+                self.store, "put_if_absent", self._ns, key, dict(value), False
+            )
             if created:
                 yield from call(
+                    self.store,
                     "put",
                     self._ns,
                     self._key(name, "head"),
@@ -180,7 +174,7 @@ class ProceduralMemory(_Tier):
         to_version: int,
         expected_version: int | None,
         attribution: Attribution | None,
-    ) -> Effect[Procedure]:
+    ) -> Flow[Procedure]:
         name = _check_name(name)
         _check_version(to_version, "to_version", minimum=1)
         target = yield from self._version(name, to_version)
@@ -192,7 +186,7 @@ class ProceduralMemory(_Tier):
             )
         )
 
-    def _get(self, name: str, version: int) -> Effect[Procedure | None]:
+    def _get(self, name: str, version: int) -> Flow[Procedure | None]:
         name = _check_name(name)
         if not isinstance(version, int) or isinstance(version, bool):
             raise MemoryTypeError(f"version must be an int, got {type(version).__name__}")
@@ -200,13 +194,13 @@ class ProceduralMemory(_Tier):
             return None
         return (yield from self._version(name, version))
 
-    def _current(self, name: str) -> Effect[Procedure | None]:
+    def _current(self, name: str) -> Flow[Procedure | None]:
         return (yield from self._latest(_check_name(name)))
 
-    def _history(self, name: str) -> Effect[list[Procedure]]:
+    def _history(self, name: str) -> Flow[list[Procedure]]:
         name = _check_name(name)
         items = yield from search_all(
-            self._ns, filter={"kind": "version", "name_key": digest(name)}
+            self.store, self._ns, filter={"kind": "version", "name_key": digest(name)}
         )
         versions = [
             _procedure_from(i.value)
@@ -215,7 +209,7 @@ class ProceduralMemory(_Tier):
         ]
         return sorted(versions, key=lambda p: p.version)
 
-    def _as_of(self, name: str, when: datetime) -> Effect[Procedure | None]:
+    def _as_of(self, name: str, when: datetime) -> Flow[Procedure | None]:
         at = to_ms(when, "when")
         versions = yield from self._history(name)
         valid = [p for p in versions if to_ms(p.published_at, "published_at") <= at]
@@ -238,7 +232,7 @@ class ProceduralMemory(_Tier):
         unless that is still the current version, so of racing publishers exactly one wins.
         Without it, a publisher that loses a race retries on the next version number.
         """
-        return self._run(self._publish(name, body, expected_version, attribution, metadata))
+        return run_flow(self._publish(name, body, expected_version, attribution, metadata))
 
     async def apublish(
         self,
@@ -250,39 +244,39 @@ class ProceduralMemory(_Tier):
         metadata: Mapping[str, Any] | None = None,
     ) -> Procedure:
         """Async ``publish``."""
-        return await self._arun(self._publish(name, body, expected_version, attribution, metadata))
+        return await arun_flow(self._publish(name, body, expected_version, attribution, metadata))
 
     def current(self, name: str) -> Procedure | None:
         """The latest version of ``name``, or ``None`` if it was never published."""
-        return self._run(self._current(name))
+        return run_flow(self._current(name))
 
     async def acurrent(self, name: str) -> Procedure | None:
         """Async ``current``."""
-        return await self._arun(self._current(name))
+        return await arun_flow(self._current(name))
 
     def get(self, name: str, version: int) -> Procedure | None:
         """Version ``version`` of ``name``, or ``None``."""
-        return self._run(self._get(name, version))
+        return run_flow(self._get(name, version))
 
     async def aget(self, name: str, version: int) -> Procedure | None:
         """Async ``get``."""
-        return await self._arun(self._get(name, version))
+        return await arun_flow(self._get(name, version))
 
     def as_of(self, name: str, when: datetime) -> Procedure | None:
         """The version of ``name`` that was current at ``when``, or ``None`` if none was published yet."""
-        return self._run(self._as_of(name, when))
+        return run_flow(self._as_of(name, when))
 
     async def aas_of(self, name: str, when: datetime) -> Procedure | None:
         """Async ``as_of``."""
-        return await self._arun(self._as_of(name, when))
+        return await arun_flow(self._as_of(name, when))
 
     def history(self, name: str) -> list[Procedure]:
         """Every version of ``name``, oldest first (rollbacks included)."""
-        return self._run(self._history(name))
+        return run_flow(self._history(name))
 
     async def ahistory(self, name: str) -> list[Procedure]:
         """Async ``history``."""
-        return await self._arun(self._history(name))
+        return await arun_flow(self._history(name))
 
     def rollback(
         self,
@@ -293,7 +287,7 @@ class ProceduralMemory(_Tier):
         attribution: Attribution | None = None,
     ) -> Procedure:
         """Publish a new version whose body equals version ``to_version``; history keeps everything."""
-        return self._run(self._rollback(name, to_version, expected_version, attribution))
+        return run_flow(self._rollback(name, to_version, expected_version, attribution))
 
     async def arollback(
         self,
@@ -304,4 +298,4 @@ class ProceduralMemory(_Tier):
         attribution: Attribution | None = None,
     ) -> Procedure:
         """Async ``rollback``."""
-        return await self._arun(self._rollback(name, to_version, expected_version, attribution))
+        return await arun_flow(self._rollback(name, to_version, expected_version, attribution))

@@ -28,127 +28,67 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from langgraph.store.base import GetOp, Item, SearchItem
 
 from langmem_adapters.core.filters import Condition
-from langmem_adapters.errors import ConcurrentWriteError
-from langmem_adapters.memory._common import (
-    Attribution,
-    Effect,
+from langmem_adapters.errors import (
+    ConcurrentWriteError,
     InvalidMemoryWriteError,
-    MemoryRecord,
     RecordNotFoundError,
-    _Tier,
-    call,
+)
+from langmem_adapters.memory.checks import (
     check_attribution,
     check_filter,
     check_k,
     check_metadata,
     check_text,
-    fmt_time,
-    from_ms,
-    lexical_score,
-    matches_filter,
-    search_all,
-    search_page,
-    to_ms,
 )
+from langmem_adapters.memory.facts import (
+    Closure,
+    Fact,
+    as_known_at,
+    closure_from,
+    fact_from,
+    next_key,
+)
+from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
+from langmem_adapters.memory.matching import lexical_score, matches_filter
+from langmem_adapters.memory.records import Attribution
+from langmem_adapters.memory.tier import MemoryTier, search_all, search_page
+from langmem_adapters.memory.times import from_ms, to_ms
 
 __all__ = ["Fact", "SemanticMemory"]
 
-_NEXT_SLOT = uuid.UUID("5f2b1c52-6f0e-4c8e-9a53-3a4d2b7c9e11")
 
-
-def _next_key(fact_id: str) -> str:
-    """Key of the slot that closes ``fact_id``: deterministic, so writers race on one key."""
-    return str(uuid.uuid5(_NEXT_SLOT, fact_id))
-
-
-@dataclass(frozen=True, kw_only=True)
-class Fact(MemoryRecord):
-    """A fact and its validity window ``[valid_from, valid_to)``; ``valid_to=None`` means still holds.
-
-    ``valid_to`` and ``superseded_by`` reflect what was known at the time of the read (now for
-    ``get``/``history``, ``as_of`` for ``recall``). ``score`` is the query similarity in ``recall``.
-    """
-
-    valid_from: datetime
-    valid_to: datetime | None = None
-    lineage_id: str
-    supersedes: str | None = None
-    superseded_by: str | None = None
-    score: float | None = None
-
-    def context_header(self) -> str:
-        """Validity window and recording date."""
-        until = fmt_time(self.valid_to) if self.valid_to else "now"
-        return (
-            f"valid {fmt_time(self.valid_from)} to {until}, recorded {fmt_time(self.recorded_at)}"
-        )
-
-
-@dataclass(frozen=True)
-class _Closure:
-    valid_to_ms: int
-    recorded_at_ms: int
-    successor: str | None
-
-
-def _fact_from(value: Mapping[str, Any]) -> Fact:
-    return Fact(
-        id=value["id"],
-        text=value["text"],
-        recorded_at=from_ms(value["recorded_at_ms"]),
-        attribution=Attribution.from_dict(value.get("attribution")),
-        metadata=dict(value.get("metadata") or {}),
-        valid_from=from_ms(value["valid_from_ms"]),
-        lineage_id=value["lineage_id"],
-        supersedes=value.get("supersedes"),
-    )
-
-
-def _closure_from(value: Mapping[str, Any]) -> _Closure:
-    if value["kind"] == "fact":
-        return _Closure(value["valid_from_ms"], value["recorded_at_ms"], value["id"])
-    return _Closure(value["valid_to_ms"], value["recorded_at_ms"], None)
-
-
-def _as_known_at(fact: Fact, closure: _Closure | None, at_ms: int) -> Fact:
-    """The fact with its end filled in if that end had been recorded by ``at_ms``."""
-    if closure is None or closure.recorded_at_ms > at_ms:
-        return fact
-    return replace(fact, valid_to=from_ms(closure.valid_to_ms), superseded_by=closure.successor)
-
-
-class SemanticMemory(_Tier):
+class SemanticMemory(MemoryTier):
     """Facts with validity windows under ``(*namespace, "semantic")``; see the module docstring."""
 
     _label = "semantic"
 
     # ------------------------------------------------------------------ generators
 
-    def _load(self, fact_id: str) -> Effect[tuple[Fact, _Closure | None] | None]:
+    def _load(self, fact_id: str) -> Flow[tuple[Fact, Closure | None] | None]:
         if not isinstance(fact_id, str):
             return None
         results: list[Item | None] = yield from call(
-            "batch", [GetOp(self._ns, fact_id), GetOp(self._ns, _next_key(fact_id))]
+            self.store, "batch", [GetOp(self._ns, fact_id), GetOp(self._ns, next_key(fact_id))]
         )
         item, slot = results
         if item is None or item.value.get("kind") != "fact" or item.value.get("id") != fact_id:
             return None
-        return _fact_from(item.value), (_closure_from(slot.value) if slot else None)
+        return fact_from(item.value), (closure_from(slot.value) if slot else None)
 
-    def _closures(self, facts: Sequence[Fact]) -> Effect[list[_Closure | None]]:
+    def _closures(self, facts: Sequence[Fact]) -> Flow[list[Closure | None]]:
         if not facts:
             return []
         slots: list[Item | None] = yield from call(
-            "batch", [GetOp(self._ns, _next_key(f.id)) for f in facts]
+            self.store, "batch", [GetOp(self._ns, next_key(f.id)) for f in facts]
         )
-        return [_closure_from(slot.value) if slot else None for slot in slots]
+        return [closure_from(slot.value) if slot else None for slot in slots]
 
     def _write_fact(
         self,
@@ -162,7 +102,7 @@ class SemanticMemory(_Tier):
         attribution: Attribution,
         metadata: dict[str, Any],
         atomic: bool,
-    ) -> Effect[Fact]:
+    ) -> Flow[Fact]:
         value = {
             "kind": "fact",
             "id": key,
@@ -175,14 +115,14 @@ class SemanticMemory(_Tier):
             "metadata": metadata,
         }
         if atomic:
-            created = yield from call("put_if_absent", self._ns, key, value, ["text"])
+            created = yield from call(self.store, "put_if_absent", self._ns, key, value, ["text"])
             if not created:
                 raise ConcurrentWriteError(
                     f"fact {supersedes!r} was superseded or ended by another writer; re-read and retry"
                 )
         else:
-            yield from call("put", self._ns, key, value, ["text"])
-        return _fact_from(value)
+            yield from call(self.store, "put", self._ns, key, value, ["text"])
+        return fact_from(value)
 
     def _remember(
         self,
@@ -190,7 +130,7 @@ class SemanticMemory(_Tier):
         valid_from: datetime | None,
         attribution: Attribution | None,
         metadata: Mapping[str, Any] | None,
-    ) -> Effect[Fact]:
+    ) -> Flow[Fact]:
         text = check_text(text)
         now = self._now_ms()
         key = str(uuid.uuid4())
@@ -208,7 +148,7 @@ class SemanticMemory(_Tier):
             )
         )
 
-    def _open_fact(self, fact_id: str) -> Effect[Fact]:
+    def _open_fact(self, fact_id: str) -> Flow[Fact]:
         loaded = yield from self._load(fact_id)
         if loaded is None:
             raise RecordNotFoundError(f"no fact {fact_id!r} in namespace {self.root}")
@@ -225,7 +165,7 @@ class SemanticMemory(_Tier):
         valid_from: datetime | None,
         attribution: Attribution | None,
         metadata: Mapping[str, Any] | None,
-    ) -> Effect[Fact]:
+    ) -> Flow[Fact]:
         text = check_text(text)
         now = self._now_ms()
         start = now if valid_from is None else to_ms(valid_from, "valid_from")
@@ -240,7 +180,7 @@ class SemanticMemory(_Tier):
         return (
             yield from self._write_fact(
                 text,
-                key=_next_key(fact_id),
+                key=next_key(fact_id),
                 valid_from_ms=start,
                 recorded_at_ms=now,
                 lineage_id=old.lineage_id,
@@ -253,7 +193,7 @@ class SemanticMemory(_Tier):
 
     def _end(
         self, fact_id: str, valid_to: datetime | None, attribution: Attribution | None
-    ) -> Effect[Fact]:
+    ) -> Flow[Fact]:
         now = self._now_ms()
         end = now if valid_to is None else to_ms(valid_to, "valid_to")
         attribution = check_attribution(attribution)
@@ -270,29 +210,31 @@ class SemanticMemory(_Tier):
             "recorded_at_ms": now,
             "attribution": attribution.to_dict(),
         }
-        created = yield from call("put_if_absent", self._ns, _next_key(fact_id), marker, False)
+        created = yield from call(
+            self.store, "put_if_absent", self._ns, next_key(fact_id), marker, False
+        )
         if not created:
             raise ConcurrentWriteError(
                 f"fact {fact_id!r} was superseded or ended by another writer; re-read and retry"
             )
         return replace(fact, valid_to=from_ms(end))
 
-    def _get(self, fact_id: str) -> Effect[Fact | None]:
+    def _get(self, fact_id: str) -> Flow[Fact | None]:
         loaded = yield from self._load(fact_id)
         if loaded is None:
             return None
-        return _as_known_at(loaded[0], loaded[1], self._now_ms())
+        return as_known_at(loaded[0], loaded[1], self._now_ms())
 
-    def _history(self, fact_id: str) -> Effect[list[Fact]]:
+    def _history(self, fact_id: str) -> Flow[list[Fact]]:
         loaded = yield from self._load(fact_id)
         if loaded is None:
             return []
         items = yield from search_all(
-            self._ns, filter={"kind": "fact", "lineage_id": loaded[0].lineage_id}
+            self.store, self._ns, filter={"kind": "fact", "lineage_id": loaded[0].lineage_id}
         )
         facts = sorted(
             (
-                _fact_from(i.value)
+                fact_from(i.value)
                 for i in items
                 if i.value.get("lineage_id") == loaded[0].lineage_id
             ),
@@ -300,7 +242,7 @@ class SemanticMemory(_Tier):
         )
         closures = yield from self._closures(facts)
         now = self._now_ms()
-        return [_as_known_at(f, c, now) for f, c in zip(facts, closures, strict=True)]
+        return [as_known_at(f, c, now) for f, c in zip(facts, closures, strict=True)]
 
     def _recall(
         self,
@@ -309,7 +251,7 @@ class SemanticMemory(_Tier):
         known_at: datetime | None,
         k: int,
         filter: Mapping[str, Any] | None,
-    ) -> Effect[list[Fact]]:
+    ) -> Flow[list[Fact]]:
         k = check_k(k)
         meta_filter = check_filter(filter)
         valid_at = self._now_ms() if as_of is None else to_ms(as_of, "as_of")
@@ -325,7 +267,12 @@ class SemanticMemory(_Tier):
         offset = 0
         while True:
             count, items = yield from search_page(
-                self._ns, query=query, filter=store_filter, limit=page_size, offset=offset
+                self.store,
+                self._ns,
+                query=query,
+                filter=store_filter,
+                limit=page_size,
+                offset=offset,
             )
             ranked_by_store = ranked_by_store or any(i.score is not None for i in items)
             found.extend((yield from self._valid_at(items, valid_at, known, meta_filter)))
@@ -341,10 +288,10 @@ class SemanticMemory(_Tier):
 
     def _valid_at(
         self, items: list[SearchItem], valid_at: int, known: int, meta_filter: Sequence[Condition]
-    ) -> Effect[list[Fact]]:
+    ) -> Flow[list[Fact]]:
         """Re-check the bitemporal window (and metadata filter) the store search approximated."""
         candidates = [
-            (_fact_from(i.value), i.score)
+            (fact_from(i.value), i.score)
             for i in items
             if i.value.get("kind") == "fact"
             and i.value["recorded_at_ms"] <= known
@@ -353,7 +300,7 @@ class SemanticMemory(_Tier):
         ]
         closures = yield from self._closures([f for f, _ in candidates])
         return [
-            replace(_as_known_at(fact, closure, known), score=score)
+            replace(as_known_at(fact, closure, known), score=score)
             for (fact, score), closure in zip(candidates, closures, strict=True)
             if closure is None or closure.recorded_at_ms > known or closure.valid_to_ms > valid_at
         ]
@@ -369,7 +316,7 @@ class SemanticMemory(_Tier):
         metadata: Mapping[str, Any] | None = None,
     ) -> Fact:
         """Add a fact valid from ``valid_from`` (default now) until it is ended or superseded."""
-        return self._run(self._remember(text, valid_from, attribution, metadata))
+        return run_flow(self._remember(text, valid_from, attribution, metadata))
 
     async def aremember(
         self,
@@ -380,7 +327,7 @@ class SemanticMemory(_Tier):
         metadata: Mapping[str, Any] | None = None,
     ) -> Fact:
         """Async ``remember``."""
-        return await self._arun(self._remember(text, valid_from, attribution, metadata))
+        return await arun_flow(self._remember(text, valid_from, attribution, metadata))
 
     def supersede(
         self,
@@ -397,7 +344,7 @@ class SemanticMemory(_Tier):
         ``RecordNotFoundError`` for an unknown id and ``ConcurrentWriteError`` if the fact was
         already superseded or ended (by a concurrent writer or earlier).
         """
-        return self._run(self._supersede(fact_id, text, valid_from, attribution, metadata))
+        return run_flow(self._supersede(fact_id, text, valid_from, attribution, metadata))
 
     async def asupersede(
         self,
@@ -409,7 +356,7 @@ class SemanticMemory(_Tier):
         metadata: Mapping[str, Any] | None = None,
     ) -> Fact:
         """Async ``supersede``."""
-        return await self._arun(self._supersede(fact_id, text, valid_from, attribution, metadata))
+        return await arun_flow(self._supersede(fact_id, text, valid_from, attribution, metadata))
 
     def end(
         self,
@@ -419,7 +366,7 @@ class SemanticMemory(_Tier):
         attribution: Attribution | None = None,
     ) -> Fact:
         """Record that ``fact_id`` stopped holding at ``valid_to`` (default now); returns it closed."""
-        return self._run(self._end(fact_id, valid_to, attribution))
+        return run_flow(self._end(fact_id, valid_to, attribution))
 
     async def aend(
         self,
@@ -429,23 +376,23 @@ class SemanticMemory(_Tier):
         attribution: Attribution | None = None,
     ) -> Fact:
         """Async ``end``."""
-        return await self._arun(self._end(fact_id, valid_to, attribution))
+        return await arun_flow(self._end(fact_id, valid_to, attribution))
 
     def get(self, fact_id: str) -> Fact | None:
         """The fact with this id as known now, or ``None`` (also for another tenant's id)."""
-        return self._run(self._get(fact_id))
+        return run_flow(self._get(fact_id))
 
     async def aget(self, fact_id: str) -> Fact | None:
         """Async ``get``."""
-        return await self._arun(self._get(fact_id))
+        return await arun_flow(self._get(fact_id))
 
     def history(self, fact_id: str) -> list[Fact]:
         """The whole lineage ``fact_id`` belongs to, oldest first; ``[]`` for an unknown id."""
-        return self._run(self._history(fact_id))
+        return run_flow(self._history(fact_id))
 
     async def ahistory(self, fact_id: str) -> list[Fact]:
         """Async ``history``."""
-        return await self._arun(self._history(fact_id))
+        return await arun_flow(self._history(fact_id))
 
     def recall(
         self,
@@ -466,7 +413,7 @@ class SemanticMemory(_Tier):
         ``filter`` applies to ``metadata``: ``{"topic": "home"}`` or ``{"n": {"$gte": 3}}`` with
         ``$eq $ne $gt $gte $lt $lte``.
         """
-        return self._run(self._recall(query, as_of, known_at, k, filter))
+        return run_flow(self._recall(query, as_of, known_at, k, filter))
 
     async def arecall(
         self,
@@ -478,4 +425,4 @@ class SemanticMemory(_Tier):
         filter: Mapping[str, Any] | None = None,
     ) -> list[Fact]:
         """Async ``recall``."""
-        return await self._arun(self._recall(query, as_of, known_at, k, filter))
+        return await arun_flow(self._recall(query, as_of, known_at, k, filter))

@@ -23,17 +23,11 @@ from typing import Any
 
 from langgraph.store.base import NOT_PROVIDED, BaseStore, Item, NotProvided, SearchItem
 
-from langmem_adapters.memory._common import (
-    Effect,
-    InvalidMemoryWriteError,
-    MemoryTypeError,
-    _Tier,
-    call,
-    check_json,
-    digest,
-    search_all,
-    utc_now,
-)
+from langmem_adapters.errors import InvalidMemoryWriteError, MemoryTypeError
+from langmem_adapters.memory.checks import check_json
+from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
+from langmem_adapters.memory.tier import MemoryTier, digest, search_all
+from langmem_adapters.memory.times import utc_now
 
 __all__ = ["WorkingMemory"]
 
@@ -54,7 +48,7 @@ def _check_key(key: object) -> str:
     return str(check_json(key, "key"))
 
 
-class WorkingMemory(_Tier):
+class WorkingMemory(MemoryTier):
     """Scratch values of one run under ``(*namespace, "working")``; see the module docstring.
 
     ``ttl`` is in minutes, like ``BaseStore.put``; ``None`` keeps values until ``clear()``.
@@ -91,7 +85,7 @@ class WorkingMemory(_Tier):
             and (expires is None or expires > now)
         )
 
-    def _set(self, key: str, value: Any, ttl: float | NotProvided | None) -> Effect[None]:
+    def _set(self, key: str, value: Any, ttl: float | NotProvided | None) -> Flow[None]:
         key = _check_key(key)
         minutes = self.ttl if isinstance(ttl, NotProvided) else _check_ttl(ttl)
         now = self._now_ms()
@@ -104,63 +98,63 @@ class WorkingMemory(_Tier):
             "expires_at_ms": None if minutes is None else now + round(minutes * 60_000),
         }
         if self.store.supports_ttl:
-            yield from call("put", self._ns, self._key(key), record, False, ttl=minutes)
+            yield from call(self.store, "put", self._ns, self._key(key), record, False, ttl=minutes)
         else:
-            yield from call("put", self._ns, self._key(key), record, False)
+            yield from call(self.store, "put", self._ns, self._key(key), record, False)
 
-    def _get(self, key: str, default: Any) -> Effect[Any]:
-        item = yield from call("get", self._ns, self._key(_check_key(key)))
+    def _get(self, key: str, default: Any) -> Flow[Any]:
+        item = yield from call(self.store, "get", self._ns, self._key(_check_key(key)))
         if not self._live(item, self._now_ms()) or item.value.get("key") != key:
             return default
         return item.value["value"]
 
-    def _run_items(self) -> Effect[list[SearchItem]]:
-        return (yield from search_all(self._ns, filter={"run_id": self.run_id}))
+    def _run_items(self) -> Flow[list[SearchItem]]:
+        return (yield from search_all(self.store, self._ns, filter={"run_id": self.run_id}))
 
-    def _items(self) -> Effect[dict[str, Any]]:
+    def _items(self) -> Flow[dict[str, Any]]:
         items = yield from self._run_items()
         now = self._now_ms()
         return {i.value["key"]: i.value["value"] for i in items if self._live(i, now)}
 
-    def _clear(self) -> Effect[int]:
+    def _clear(self) -> Flow[int]:
         items = yield from self._run_items()
         mine = [i for i in items if i.value.get("run_id") == self.run_id]
         for item in mine:
-            yield from call("delete", self._ns, item.key)
+            yield from call(self.store, "delete", self._ns, item.key)
         return len(mine)
 
     # ------------------------------------------------------------------ public API
 
     def set(self, key: str, value: Any, *, ttl: float | NotProvided | None = NOT_PROVIDED) -> None:
         """Store a JSON value under ``key`` for this run; ``ttl`` overrides the tier's default."""
-        self._run(self._set(key, value, ttl))
+        run_flow(self._set(key, value, ttl))
 
     async def aset(
         self, key: str, value: Any, *, ttl: float | NotProvided | None = NOT_PROVIDED
     ) -> None:
         """Async ``set``."""
-        await self._arun(self._set(key, value, ttl))
+        await arun_flow(self._set(key, value, ttl))
 
     def get(self, key: str, default: Any = None) -> Any:
         """The live value of ``key`` in this run, or ``default`` if absent or expired."""
-        return self._run(self._get(key, default))
+        return run_flow(self._get(key, default))
 
     async def aget(self, key: str, default: Any = None) -> Any:
         """Async ``get``."""
-        return await self._arun(self._get(key, default))
+        return await arun_flow(self._get(key, default))
 
     def items(self) -> dict[str, Any]:
         """All live values of this run, by key."""
-        return self._run(self._items())
+        return run_flow(self._items())
 
     async def aitems(self) -> dict[str, Any]:
         """Async ``items``."""
-        return await self._arun(self._items())
+        return await arun_flow(self._items())
 
     def clear(self) -> int:
         """Delete every value of this run, expired ones included; returns how many were removed."""
-        return self._run(self._clear())
+        return run_flow(self._clear())
 
     async def aclear(self) -> int:
         """Async ``clear``."""
-        return await self._arun(self._clear())
+        return await arun_flow(self._clear())

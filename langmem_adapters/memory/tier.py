@@ -1,0 +1,98 @@
+"""The base of the memory tiers and the store reads they share.
+
+A tier writes each operation once, as a flow (:mod:`langmem_adapters.memory.flows`) that yields
+store calls; its sync method runs the flow with ``run_flow`` and its ``a`` twin with
+``arun_flow``, so both share one implementation and the async one does real async I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import BaseStore, SearchItem
+
+from langmem_adapters.errors import MemoryTypeError
+from langmem_adapters.memory.checks import validate_root
+from langmem_adapters.memory.flows import Flow, call
+from langmem_adapters.memory.records import to_context
+from langmem_adapters.memory.times import to_ms, utc_now
+
+__all__ = ["MemoryTier", "digest", "search_all", "search_page"]
+
+
+def digest(text: str) -> str:
+    """A fixed-length key fragment for any user string (safe whatever characters it holds)."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def search_page(
+    store: BaseStore,
+    namespace: tuple[str, ...],
+    *,
+    query: str | None,
+    filter: dict[str, Any],
+    limit: int,
+    offset: int,
+) -> Flow[tuple[int, list[SearchItem]]]:
+    """One page of a search: (raw result count, results whose namespace is exactly ``namespace``).
+
+    Store search matches namespace prefixes, so a deeper namespace of another tenant could
+    appear; the exact-namespace check keeps every tier strictly inside its own root.
+    """
+    page: list[SearchItem] = yield from call(
+        store, "search", namespace, query=query, filter=filter or None, limit=limit, offset=offset
+    )
+    return len(page), [item for item in page if tuple(item.namespace) == namespace]
+
+
+def search_all(
+    store: BaseStore, namespace: tuple[str, ...], *, filter: dict[str, Any], page_size: int = 200
+) -> Flow[list[SearchItem]]:
+    """Every record of ``namespace`` matching the store-side ``filter``, paging until exhausted."""
+    found: list[SearchItem] = []
+    offset = 0
+    while True:
+        count, items = yield from search_page(
+            store, namespace, query=None, filter=filter, limit=page_size, offset=offset
+        )
+        found.extend(items)
+        if count < page_size:
+            return found
+        offset += count
+
+
+class MemoryTier:
+    """Base of the tiers: validates the root and holds the store, the tier's namespace and clock.
+
+    A subclass sets ``_label``, its records live under ``_ns = (*root, _label)``. Atomic creates
+    (``put_if_absent``) use the store's own ``put_if_absent``/``aput_if_absent`` when it has one
+    (this package's Postgres and Redis stores), else the best-effort fallback of ``run_flow``.
+    """
+
+    _label: str
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        namespace: Sequence[str],
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        if not isinstance(store, BaseStore):
+            raise MemoryTypeError(f"store must be a BaseStore, got {type(store).__name__}")
+        self.store = store
+        self.root = validate_root(namespace)
+        self._ns = (*self.root, self._label)
+        self._clock = clock
+
+    def _now_ms(self) -> int:
+        """The tier clock's current time in epoch milliseconds."""
+        return to_ms(self._clock(), "clock()")
+
+    to_context = staticmethod(to_context)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(store={type(self.store).__name__}, namespace={self.root!r})"
