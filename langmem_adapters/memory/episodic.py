@@ -39,8 +39,8 @@ from langmem_adapters.memory.checks import (
 )
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.matching import lexical_score
-from langmem_adapters.memory.records import Attribution, MemoryRecord
-from langmem_adapters.memory.tier import MemoryTier, search_page
+from langmem_adapters.memory.records import Attribution, MemoryRecord, stored_fields
+from langmem_adapters.memory.tier import MemoryTier, search_ranked
 from langmem_adapters.memory.times import fmt_time, from_ms, to_ms, utc_now
 
 __all__ = ["Episode", "EpisodicMemory", "blended_score"]
@@ -76,11 +76,7 @@ def blended_score(
 
 def _episode_from(value: Mapping[str, Any]) -> Episode:
     return Episode(
-        id=value["id"],
-        text=value["text"],
-        recorded_at=from_ms(value["recorded_at_ms"]),
-        attribution=Attribution.from_dict(value.get("attribution")),
-        metadata=dict(value.get("metadata") or {}),
+        **stored_fields(value),
         occurred_at=from_ms(value["occurred_at_ms"]),
         outcome=value.get("outcome"),
         success=value.get("success"),
@@ -202,25 +198,20 @@ class EpisodicMemory(MemoryTier):
                 and (success is None or value.get("success") is success)
             )
 
+        def select(items: list[SearchItem]) -> Flow[list[tuple[Episode, float | None]]]:
+            yield from ()  # a flow without store calls
+            return [(_episode_from(i.value), i.score) for i in items if keep(i)]
+
         pool = max(4 * k, 40)
-        page_size = pool if query is not None else 200
-        found: list[tuple[Episode, float | None]] = []
-        ranked_by_store = False
-        offset = 0
-        while True:
-            count, items = yield from search_page(
-                self.store,
-                self._ns,
-                query=query,
-                filter=store_filter,
-                limit=page_size,
-                offset=offset,
-            )
-            ranked_by_store = ranked_by_store or any(i.score is not None for i in items)
-            found.extend((_episode_from(i.value), i.score) for i in items if keep(i))
-            if count < page_size or (ranked_by_store and len(found) >= pool):
-                break
-            offset += count
+        found, ranked_by_store = yield from search_ranked(
+            self.store,
+            self._ns,
+            query=query,
+            filter=store_filter,
+            page_size=pool if query is not None else 200,
+            wanted=pool,
+            select=select,
+        )
         if query is None:
             episodes = [e for e, _ in found]
             episodes.sort(key=lambda e: (e.occurred_at, e.recorded_at), reverse=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from langmem_adapters.memory.records import Attribution, MemoryRecord
+from langmem_adapters.memory.records import MemoryRecord, stored_fields
 from langmem_adapters.memory.times import fmt_time, from_ms
 
 __all__ = ["Closure", "Fact", "as_known_at", "closure_from", "fact_from", "next_key"]
@@ -62,11 +62,7 @@ class Closure:
 def fact_from(value: Mapping[str, Any]) -> Fact:
     """The fact stored as ``value``, still open: closures are applied by :func:`as_known_at`."""
     return Fact(
-        id=value["id"],
-        text=value["text"],
-        recorded_at=from_ms(value["recorded_at_ms"]),
-        attribution=Attribution.from_dict(value.get("attribution")),
-        metadata=dict(value.get("metadata") or {}),
+        **stored_fields(value),
         valid_from=from_ms(value["valid_from_ms"]),
         lineage_id=value["lineage_id"],
         supersedes=value.get("supersedes"),

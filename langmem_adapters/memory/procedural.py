@@ -32,9 +32,9 @@ from langmem_adapters.errors import (
 )
 from langmem_adapters.memory.checks import check_attribution, check_json, check_metadata, check_text
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
-from langmem_adapters.memory.records import Attribution, MemoryRecord
+from langmem_adapters.memory.records import Attribution, MemoryRecord, stored_fields
 from langmem_adapters.memory.tier import MemoryTier, digest, search_all
-from langmem_adapters.memory.times import fmt_time, from_ms, to_ms
+from langmem_adapters.memory.times import fmt_time, to_ms
 
 __all__ = ["ProceduralMemory", "Procedure"]
 
@@ -67,11 +67,7 @@ class Procedure(MemoryRecord):
 
 def _procedure_from(value: Mapping[str, Any]) -> Procedure:
     return Procedure(
-        id=value["id"],
-        text=value["body"],
-        recorded_at=from_ms(value["published_at_ms"]),
-        attribution=Attribution.from_dict(value.get("attribution")),
-        metadata=dict(value.get("metadata") or {}),
+        **stored_fields(value, text="body", recorded_at="published_at_ms"),
         name=value["name"],
         version=value["version"],
         rolled_back_from=value.get("rolled_back_from"),

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from langmem_adapters.memory.times import fmt_time
+from langmem_adapters.memory.times import fmt_time, from_ms
 
-__all__ = ["Attribution", "MemoryRecord", "to_context"]
+__all__ = ["Attribution", "MemoryRecord", "stored_fields", "to_context"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,20 @@ class MemoryRecord:
     def context_header(self) -> str:
         """The dated label ``to_context`` puts before the quoted text."""
         return f"recorded {fmt_time(self.recorded_at)}"
+
+
+def stored_fields(
+    value: Mapping[str, Any], *, text: str = "text", recorded_at: str = "recorded_at_ms"
+) -> dict[str, Any]:
+    """The :class:`MemoryRecord` fields of a stored record value, for a tier's record class;
+    ``text`` and ``recorded_at`` name the value's keys holding the text and the epoch-ms date."""
+    return {
+        "id": value["id"],
+        "text": value[text],
+        "recorded_at": from_ms(value[recorded_at]),
+        "attribution": Attribution.from_dict(value.get("attribution")),
+        "metadata": dict(value.get("metadata") or {}),
+    }
 
 
 def to_context(records: Iterable[MemoryRecord], *, title: str = "memory") -> str:

@@ -58,7 +58,7 @@ from langmem_adapters.memory.facts import (
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.matching import lexical_score, matches_filter
 from langmem_adapters.memory.records import Attribution
-from langmem_adapters.memory.tier import MemoryTier, search_all, search_page
+from langmem_adapters.memory.tier import MemoryTier, search_all, search_ranked
 from langmem_adapters.memory.times import from_ms, to_ms
 
 __all__ = ["Fact", "SemanticMemory"]
@@ -261,24 +261,15 @@ class SemanticMemory(MemoryTier):
             "recorded_at_ms": {"$lte": known},
             "valid_from_ms": {"$lte": valid_at},
         }
-        page_size = max(2 * k, 50)
-        found: list[Fact] = []
-        ranked_by_store = False
-        offset = 0
-        while True:
-            count, items = yield from search_page(
-                self.store,
-                self._ns,
-                query=query,
-                filter=store_filter,
-                limit=page_size,
-                offset=offset,
-            )
-            ranked_by_store = ranked_by_store or any(i.score is not None for i in items)
-            found.extend((yield from self._valid_at(items, valid_at, known, meta_filter)))
-            if count < page_size or (ranked_by_store and len(found) >= k):
-                break
-            offset += count
+        found, ranked_by_store = yield from search_ranked(
+            self.store,
+            self._ns,
+            query=query,
+            filter=store_filter,
+            page_size=max(2 * k, 50),
+            wanted=k,
+            select=lambda items: self._valid_at(items, valid_at, known, meta_filter),
+        )
         if query is not None and not ranked_by_store:
             found = [replace(f, score=lexical_score(query, f.text)) for f in found]
             found.sort(key=lambda f: (f.score or 0.0, f.valid_from), reverse=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, SearchItem
 
@@ -20,7 +20,9 @@ from langmem_adapters.memory.flows import Flow, call
 from langmem_adapters.memory.records import to_context
 from langmem_adapters.memory.times import to_ms, utc_now
 
-__all__ = ["MemoryTier", "digest", "search_all", "search_page"]
+__all__ = ["MemoryTier", "digest", "search_all", "search_page", "search_ranked"]
+
+T = TypeVar("T")
 
 
 def digest(text: str) -> str:
@@ -61,6 +63,36 @@ def search_all(
         found.extend(items)
         if count < page_size:
             return found
+        offset += count
+
+
+def search_ranked(
+    store: BaseStore,
+    namespace: tuple[str, ...],
+    *,
+    query: str | None,
+    filter: dict[str, Any],
+    page_size: int,
+    wanted: int,
+    select: Callable[[list[SearchItem]], Flow[list[T]]],
+) -> Flow[tuple[list[T], bool]]:
+    """What ``select`` keeps of each page of a search, and whether the store ranked the results.
+
+    Once the store ranks by similarity (some result has a score), paging stops as soon as
+    ``wanted`` results are kept, since later pages are less similar; without a ranking every
+    match is read, so the caller can rank them all.
+    """
+    found: list[T] = []
+    ranked = False
+    offset = 0
+    while True:
+        count, items = yield from search_page(
+            store, namespace, query=query, filter=filter, limit=page_size, offset=offset
+        )
+        ranked = ranked or any(i.score is not None for i in items)
+        found.extend((yield from select(items)))
+        if count < page_size or (ranked and len(found) >= wanted):
+            return found, ranked
         offset += count
 
 
