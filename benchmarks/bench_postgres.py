@@ -48,7 +48,7 @@ from langmem_adapters.core.vectors import search_breadth
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore as OursStore
 from langmem_adapters.postgres import embedded_dsn
-from langmem_adapters.postgres.queries import EF_SEARCH
+from langmem_adapters.postgres.search import EF_SEARCH
 
 Namespace = tuple[str, ...]
 Item = tuple[Namespace, str, dict[str, Any]]

@@ -1,5 +1,9 @@
 """PostgreSQL + pgvector stores for LangGraph."""
 
+from langmem_adapters.errors import (
+    InvalidArgumentError,
+    StoreConnectionError,
+)
 from langmem_adapters.postgres.embedded import embedded_dsn, embedded_store
 from langmem_adapters.postgres.store import (
     AsyncPostgresStore,
@@ -10,9 +14,11 @@ from langmem_adapters.postgres.store import (
 
 __all__ = [
     "AsyncPostgresStore",
+    "InvalidArgumentError",
     "PoolConfig",
     "PostgresIndexConfig",
     "PostgresStore",
+    "StoreConnectionError",
     "embedded_dsn",
     "embedded_store",
 ]

@@ -1,37 +1,35 @@
 """``PostgresStore`` and ``AsyncPostgresStore``: LangGraph ``BaseStore``s on psycopg 3 + pgvector.
 
-Both run the plans of :mod:`langmem_adapters.postgres.queries`; they differ only in how a plan's
-requests are executed (blocking calls, or awaits on an async connection).
+Both run the same plans (:mod:`~langmem_adapters.postgres.plan`, :mod:`~langmem_adapters.postgres.export`,
+:mod:`~langmem_adapters.postgres.schema`); they differ only in the session that executes a plan's rounds
+(:mod:`~langmem_adapters.postgres.connection`: blocking calls, or awaits on an async connection).
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import Any, Literal, TypedDict
 
 import psycopg
-from langgraph.store.base import IndexConfig, Op, TTLConfig
-from psycopg.adapt import AdaptersMap
+from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import tuple_row
-from psycopg.types.json import set_json_loads
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.store import AsyncStore, Embed, Plan, SyncStore
-from langmem_adapters.core.vectors import SearchStats
-from langmem_adapters.errors import StoreConnectionError
-from langmem_adapters.postgres.queries import (
-    Round,
-    Tables,
-    check_ann,
-    plan,
-    setup_plan,
-    sweep_statements,
+from langmem_adapters.core.records import Cursor, StoredItem
+from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
+from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.postgres.connection import (
+    CONNECT_KWARGS,
+    AsyncConnections,
+    AsyncSession,
+    Connections,
+    Session,
 )
+from langmem_adapters.postgres.export import items_plan, restore_plan
+from langmem_adapters.postgres.plan import plan
+from langmem_adapters.postgres.schema import Tables, check_ann, setup_plan
+from langmem_adapters.postgres.writes import sweep_plan
 
 __all__ = ["AsyncPostgresStore", "PoolConfig", "PostgresIndexConfig", "PostgresStore"]
 
@@ -64,19 +62,12 @@ class PostgresIndexConfig(IndexConfig, total=False):
     ann_index_config: ANNIndexConfig
 
 
-# Connections the stores open read json/jsonb with the core's fast reader (a user's own connection
-# keeps its adapters).
-_ADAPTERS = AdaptersMap(psycopg.adapters)
-set_json_loads(load_json, _ADAPTERS)
-CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5, "context": _ADAPTERS}
-
-
 class _PostgresConfig:
     """What the sync and async Postgres stores share beyond the common store base."""
 
     tables: Tables
     _stats: SearchStats
-    index_spec: Any
+    index_spec: IndexSpec | None
     ttl_config: TTLConfig | None
     # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
     _retryable: tuple[type[Exception], ...] = (
@@ -84,8 +75,20 @@ class _PostgresConfig:
         psycopg.errors.SerializationFailure,
     )
 
-    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan:
+    def _prepare(self, table_prefix: str) -> None:
+        """After ``_configure``: check the ANN options and name the tables, before any I/O."""
+        check_ann(self.index_spec)
+        self.tables = Tables(table_prefix)
+        self._stats = SearchStats()
+
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[list[Result] | bool]:
         return plan(self.tables, self.index_spec, ops, if_absent=if_absent, stats=self._stats)
+
+    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
+        return items_plan(self.tables, prefix, after, limit)
+
+    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
+        return restore_plan(self.tables, self.index_spec, records)
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
@@ -104,79 +107,6 @@ class _PostgresConfig:
             f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
             f"table_prefix={self.tables.prefix!r}{index})"
         )
-
-
-def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
-    """How to open a connection like ``conn`` again (same server, credentials and modes); pools
-    reconnect by themselves."""
-    if not isinstance(conn, (psycopg.Connection, psycopg.AsyncConnection)) or conn.closed:
-        return {}
-    return {
-        "conninfo": conn.info.dsn,
-        "password": conn.info.password,
-        "autocommit": conn.autocommit,
-        "prepare_threshold": conn.prepare_threshold,
-        "context": _ADAPTERS,
-    }
-
-
-def _reopen_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Refuse to reconnect a store that was handed an already-closed connection (it would otherwise
-    connect to whatever server the environment names)."""
-    if not kwargs:
-        raise StoreConnectionError(
-            "the store's connection is closed and it was closed when the store was made, so the store "
-            "cannot reopen it; pass an open connection or use from_conn_string"
-        )
-    return kwargs
-
-
-def _lost(conn: Any, exc: psycopg.OperationalError) -> StoreConnectionError | None:
-    """``StoreConnectionError`` when ``exc`` means the connection is gone (or never came)."""
-    if isinstance(exc, PoolTimeout):
-        return StoreConnectionError(
-            f"no pooled PostgreSQL connection became free in time ({str(exc).strip()}); nothing of the "
-            "batch was sent; raise pool_config max_size or lower the concurrency"
-        )
-    if conn is None or conn.broken or conn.closed:
-        return StoreConnectionError(
-            f"lost the connection to PostgreSQL during a batch ({str(exc).strip()}); the batch ran in one "
-            "transaction, so it was applied whole or not at all; the store reconnects on its next call"
-        )
-    return None
-
-
-def _execute(conn: psycopg.Connection[Any], request: Round) -> list[list[Any]]:
-    """Send a round's statements in one pipeline and collect the rows of those that fetch."""
-    if len(request.statements) == 1:
-        (st,) = request.statements
-        cur = conn.cursor(row_factory=tuple_row)
-        cur.execute(st.sql, st.params)
-        return [cur.fetchall() if st.fetch else []]
-    cursors = []
-    with conn.pipeline():
-        for st in request.statements:
-            cur = conn.cursor(row_factory=tuple_row)
-            cur.execute(st.sql, st.params)
-            cursors.append(cur)
-    return [cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, request.statements)]
-
-
-async def _aexecute(conn: psycopg.AsyncConnection[Any], request: Round) -> list[list[Any]]:
-    if len(request.statements) == 1:
-        (st,) = request.statements
-        cur = conn.cursor(row_factory=tuple_row)
-        await cur.execute(st.sql, st.params)
-        return [await cur.fetchall() if st.fetch else []]
-    cursors = []
-    async with conn.pipeline():
-        for st in request.statements:
-            cur = conn.cursor(row_factory=tuple_row)
-            await cur.execute(st.sql, st.params)
-            cursors.append(cur)
-    return [
-        await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, request.statements)
-    ]
 
 
 class PostgresStore(_PostgresConfig, SyncStore):
@@ -199,13 +129,13 @@ class PostgresStore(_PostgresConfig, SyncStore):
         """``pipe`` is accepted for compatibility with the official store and not needed: every
         round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
-        check_ann(self.index_spec)
-        self.tables = Tables(table_prefix)
-        self._stats = SearchStats()
-        self.conn = conn
-        self._reopen = _reconnect_kwargs(conn)
-        self._lock = threading.Lock()
-        self._slots = threading.Semaphore(conn.max_size if isinstance(conn, ConnectionPool) else 1)
+        self._prepare(table_prefix)
+        self._connections = Connections(conn)
+
+    @property
+    def conn(self) -> psycopg.Connection[Any] | ConnectionPool[Any]:
+        """The pool, or the store's current connection (a new one after a lost one was reopened)."""
+        return self._connections.conn
 
     @classmethod
     @contextmanager
@@ -249,43 +179,9 @@ class PostgresStore(_PostgresConfig, SyncStore):
                 stack.callback(store.stop_ttl_sweeper)
             yield store
 
-    def _connection(self, stack: ExitStack) -> psycopg.Connection[Any]:
-        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
-        if isinstance(self.conn, ConnectionPool):
-            # Queue here, without a deadline, rather than in the pool, whose wait times out.
-            stack.enter_context(self._slots)
-            return stack.enter_context(self.conn.connection())
-        stack.enter_context(self._lock)
-        if self.conn.broken or self.conn.closed:
-            self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
-        return self.conn
-
-    def _run(self, steps: Plan) -> Any:
-        """Drive a plan: embed with the sync embedder, send rounds on one connection."""
-        conn: psycopg.Connection[Any] | None = None
-        try:
-            with ExitStack() as stack:
-                in_tx = False
-                try:
-                    request = next(steps)
-                    while True:
-                        if isinstance(request, Embed):
-                            answer = self._embed(request)
-                        else:
-                            if conn is None:
-                                conn = self._connection(stack)
-                            if (request.tx or not conn.autocommit) and not in_tx:
-                                stack.enter_context(conn.transaction())
-                                in_tx = True
-                            answer = _execute(conn, request)
-                        request = steps.send(answer)
-                except StopIteration as done:
-                    return done.value
-        except psycopg.OperationalError as exc:
-            lost = _lost(conn, exc)
-            if lost is None:
-                raise
-            raise lost from exc
+    def _session(self) -> Session:
+        """The connection (and transaction) of one plan run."""
+        return Session(self._connections)
 
     def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
@@ -293,15 +189,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
 
     def sweep_ttl(self) -> int:
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
-        expired, cleanup = sweep_statements(self.tables)
-        (rows,) = self._run(_single(Round([expired])))
-        self._run(_single(Round(cleanup, tx=True)))
-        return len(rows)
-
-
-def _single(request: Round) -> Plan:
-    """A plan of one round, for maintenance statements outside a batch."""
-    return (yield request)
+        return self._run(sweep_plan(self.tables))
 
 
 class AsyncPostgresStore(_PostgresConfig, AsyncStore):
@@ -323,16 +211,14 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         """``pipe`` is accepted for compatibility with the official store and not needed: every
         round of a batch is already sent as one pipeline."""
         self._configure(index, ttl)
-        check_ann(self.index_spec)
-        self.tables = Tables(table_prefix)
-        self._stats = SearchStats()
-        self.conn = conn
-        self._reopen = _reconnect_kwargs(conn)
-        self._lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(
-            conn.max_size if isinstance(conn, AsyncConnectionPool) else 1
-        )
+        self._prepare(table_prefix)
+        self._connections = AsyncConnections(conn)
         self._bind_loop()
+
+    @property
+    def conn(self) -> psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]:
+        """The pool, or the store's current connection (a new one after a lost one was reopened)."""
+        return self._connections.conn
 
     @classmethod
     @asynccontextmanager
@@ -372,44 +258,9 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
                 stack.push_async_callback(store.stop_ttl_sweeper)
             yield store
 
-    async def _connection(self, stack: AsyncExitStack) -> psycopg.AsyncConnection[Any]:
-        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
-        if isinstance(self.conn, AsyncConnectionPool):
-            # Queue here, without a deadline, rather than in the pool, whose wait times out: many
-            # concurrent tasks then take turns instead of failing with PoolTimeout.
-            await stack.enter_async_context(self._slots)
-            return await stack.enter_async_context(self.conn.connection())
-        await stack.enter_async_context(self._lock)
-        if self.conn.broken or self.conn.closed:
-            self.conn = await psycopg.AsyncConnection.connect(**_reopen_kwargs(self._reopen))
-        return self.conn
-
-    async def _run(self, steps: Plan) -> Any:
-        """Drive a plan with awaits: the same requests as the sync store, executed asynchronously."""
-        conn: psycopg.AsyncConnection[Any] | None = None
-        try:
-            async with AsyncExitStack() as stack:
-                in_tx = False
-                try:
-                    request = next(steps)
-                    while True:
-                        if isinstance(request, Embed):
-                            answer = await self._aembed(request)
-                        else:
-                            if conn is None:
-                                conn = await self._connection(stack)
-                            if (request.tx or not conn.autocommit) and not in_tx:
-                                await stack.enter_async_context(conn.transaction())
-                                in_tx = True
-                            answer = await _aexecute(conn, request)
-                        request = steps.send(answer)
-                except StopIteration as done:
-                    return done.value
-        except psycopg.OperationalError as exc:
-            lost = _lost(conn, exc)
-            if lost is None:
-                raise
-            raise lost from exc
+    def _session(self) -> AsyncSession:
+        """The connection (and transaction) of one plan run."""
+        return AsyncSession(self._connections)
 
     async def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
@@ -417,7 +268,4 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
 
     async def sweep_ttl(self) -> int:
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
-        expired, cleanup = sweep_statements(self.tables)
-        (rows,) = await self._drive(_single(Round([expired])))
-        await self._drive(_single(Round(cleanup, tx=True)))
-        return len(rows)
+        return await self._drive(sweep_plan(self.tables))

@@ -16,7 +16,9 @@ from langgraph.store.base import PutOp
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
-from langmem_adapters.postgres.queries import Tables, _list_statement, _vector_search
+from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.search import list_statement as _list_statement
+from langmem_adapters.postgres.search import vector_search as _vector_search
 from tests import servers
 from tests.conftest import DIMS, _reset_postgres, hash_index
 

@@ -1,0 +1,226 @@
+"""Connections of the Postgres stores: where a plan run gets its connection (a pool, or the store's
+own connection under a lock, reopened when lost), its transaction, how one ``Round`` is executed,
+and a lost connection reported as ``StoreConnectionError``.
+
+A session (:class:`Session`, :class:`AsyncSession`) is what ``SyncStore._session()`` /
+``AsyncStore._session()`` return: it takes the connection lazily on the first round (a plan that
+only embeds never holds one), opens the transaction when a round asks for it (or the connection is
+not in autocommit mode), and releases both when the plan ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from contextlib import AsyncExitStack, ExitStack
+from types import TracebackType
+from typing import Any
+
+import psycopg
+from psycopg.adapt import AdaptersMap
+from psycopg.rows import tuple_row
+from psycopg.types.json import set_json_loads
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+from langmem_adapters.core.ops import load_json
+from langmem_adapters.errors import StoreConnectionError
+from langmem_adapters.postgres.sql import Answer, Round
+
+__all__ = ["CONNECT_KWARGS", "AsyncConnections", "AsyncSession", "Connections", "Session"]
+
+# Connections the stores open read json/jsonb with the core's fast reader (a user's own connection
+# keeps its adapters).
+_ADAPTERS = AdaptersMap(psycopg.adapters)
+set_json_loads(load_json, _ADAPTERS)
+#: How the stores open their connections: autocommit, prepared statements, the fast JSON reader.
+CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5, "context": _ADAPTERS}
+
+AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+
+
+def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
+    """How to open a connection like ``conn`` again (same server, credentials and modes); pools
+    reconnect by themselves."""
+    if not isinstance(conn, (psycopg.Connection, psycopg.AsyncConnection)) or conn.closed:
+        return {}
+    return {
+        "conninfo": conn.info.dsn,
+        "password": conn.info.password,
+        "autocommit": conn.autocommit,
+        "prepare_threshold": conn.prepare_threshold,
+        "context": _ADAPTERS,
+    }
+
+
+def _reopen_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Refuse to reconnect a store that was handed an already-closed connection (it would otherwise
+    connect to whatever server the environment names)."""
+    if not kwargs:
+        raise StoreConnectionError(
+            "the store's connection is closed and it was closed when the store was made, so the store "
+            "cannot reopen it; pass an open connection or use from_conn_string"
+        )
+    return kwargs
+
+
+def _raise_if_lost(conn: AnyConnection | None, exc: BaseException | None) -> None:
+    """Raise ``StoreConnectionError`` (from ``exc``) when ``exc`` means the connection is gone (or
+    never came); other errors are left to propagate as they are."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return
+    if isinstance(exc, PoolTimeout):
+        raise StoreConnectionError(
+            f"no pooled PostgreSQL connection became free in time ({str(exc).strip()}); nothing of the "
+            "batch was sent; raise pool_config max_size or lower the concurrency"
+        ) from exc
+    if conn is None or conn.broken or conn.closed:
+        raise StoreConnectionError(
+            f"lost the connection to PostgreSQL during a batch ({str(exc).strip()}); the batch ran in one "
+            "transaction, so it was applied whole or not at all; the store reconnects on its next call"
+        ) from exc
+
+
+class Connections:
+    """Where a sync store's plans get their connection: ``conn`` is a pool, or the store's own
+    connection, used by one plan at a time and reopened when it was lost."""
+
+    def __init__(self, conn: psycopg.Connection[Any] | ConnectionPool[Any]) -> None:
+        self.conn = conn
+        self._reopen = _reconnect_kwargs(conn)
+        self._lock = threading.Lock()
+        self._slots = threading.Semaphore(conn.max_size if isinstance(conn, ConnectionPool) else 1)
+
+    def acquire(self, stack: ExitStack) -> psycopg.Connection[Any]:
+        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
+        if isinstance(self.conn, ConnectionPool):
+            # Queue here, without a deadline, rather than in the pool, whose wait times out.
+            stack.enter_context(self._slots)
+            return stack.enter_context(self.conn.connection())
+        stack.enter_context(self._lock)
+        if self.conn.broken or self.conn.closed:
+            self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
+        return self.conn
+
+
+class AsyncConnections:
+    """The async twin of :class:`Connections` (an async pool or connection)."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]) -> None:
+        self.conn = conn
+        self._reopen = _reconnect_kwargs(conn)
+        self._lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(
+            conn.max_size if isinstance(conn, AsyncConnectionPool) else 1
+        )
+
+    async def acquire(self, stack: AsyncExitStack) -> psycopg.AsyncConnection[Any]:
+        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
+        if isinstance(self.conn, AsyncConnectionPool):
+            # Queue here, without a deadline, rather than in the pool, whose wait times out: many
+            # concurrent tasks then take turns instead of failing with PoolTimeout.
+            await stack.enter_async_context(self._slots)
+            return await stack.enter_async_context(self.conn.connection())
+        await stack.enter_async_context(self._lock)
+        if self.conn.broken or self.conn.closed:
+            self.conn = await psycopg.AsyncConnection.connect(**_reopen_kwargs(self._reopen))
+        return self.conn
+
+
+class Session:
+    """One plan run on a sync store: ``with`` gives the function executing one ``Round``.
+
+    A small class rather than ``@contextmanager``: no generator to create and step per plan run.
+    """
+
+    __slots__ = ("_conn", "_connections", "_in_tx", "_stack")
+
+    def __init__(self, connections: Connections) -> None:
+        self._connections = connections
+        self._conn: psycopg.Connection[Any] | None = None
+        self._stack = ExitStack()
+        self._in_tx = False
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __call__(self, request: Round) -> Answer:
+        """Send a round's statements in one pipeline and collect the rows of those that fetch."""
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = self._connections.acquire(self._stack)
+        if not self._in_tx and (request.tx or not conn.autocommit):
+            self._stack.enter_context(conn.transaction())
+            self._in_tx = True
+        statements = request.statements
+        if len(statements) == 1:
+            (st,) = statements
+            cur = conn.cursor(row_factory=tuple_row)
+            cur.execute(st.sql, st.params)
+            return [cur.fetchall() if st.fetch else []]
+        cursors = []
+        with conn.pipeline():
+            for st in statements:
+                cur = conn.cursor(row_factory=tuple_row)
+                cur.execute(st.sql, st.params)
+                cursors.append(cur)
+        return [cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, statements)]
+
+    def __exit__(
+        self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Commit (or roll back) and release the connection; report a lost connection."""
+        try:
+            self._stack.__exit__(typ, exc, tb)
+        except psycopg.OperationalError as err:
+            _raise_if_lost(self._conn, err)
+            raise
+        _raise_if_lost(self._conn, exc)
+
+
+class AsyncSession:
+    """One plan run on an async store: ``async with`` gives the coroutine function executing one
+    ``Round`` (see :class:`Session`)."""
+
+    __slots__ = ("_conn", "_connections", "_in_tx", "_stack")
+
+    def __init__(self, connections: AsyncConnections) -> None:
+        self._connections = connections
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._stack = AsyncExitStack()
+        self._in_tx = False
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __call__(self, request: Round) -> Answer:
+        """Send a round's statements in one pipeline and collect the rows of those that fetch."""
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = await self._connections.acquire(self._stack)
+        if not self._in_tx and (request.tx or not conn.autocommit):
+            await self._stack.enter_async_context(conn.transaction())
+            self._in_tx = True
+        statements = request.statements
+        if len(statements) == 1:
+            (st,) = statements
+            cur = conn.cursor(row_factory=tuple_row)
+            await cur.execute(st.sql, st.params)
+            return [await cur.fetchall() if st.fetch else []]
+        cursors = []
+        async with conn.pipeline():
+            for st in statements:
+                cur = conn.cursor(row_factory=tuple_row)
+                await cur.execute(st.sql, st.params)
+                cursors.append(cur)
+        return [await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, statements)]
+
+    async def __aexit__(
+        self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Commit (or roll back) and release the connection; report a lost connection."""
+        try:
+            await self._stack.__aexit__(typ, exc, tb)
+        except psycopg.OperationalError as err:
+            _raise_if_lost(self._conn, err)
+            raise
+        _raise_if_lost(self._conn, exc)

@@ -1,0 +1,158 @@
+"""The Postgres schema: table names, versioned migrations, the vector table and its ANN index, and
+the ``setup()`` plan that applies them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.postgres.sql import Round, Statement, Steps
+
+__all__ = ["SCHEMA_VERSION", "Tables", "check_ann", "migrations", "setup_plan", "vector_ddl"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Table names of one store; ``prefix`` lets several stores share a database."""
+
+    prefix: str
+
+    def __post_init__(self) -> None:
+        """The prefix is spliced into SQL as an identifier: only ASCII letters, digits and ``_``."""
+        if (
+            not self.prefix.replace("_", "").isalnum()
+            or not self.prefix.isascii()
+            or self.prefix[0].isdigit()
+        ):
+            raise InvalidArgumentError(
+                f"table_prefix must be an ASCII identifier, got {self.prefix!r}"
+            )
+
+    @property
+    def store(self) -> str:
+        """The items table."""
+        return f"{self.prefix}_store"
+
+    @property
+    def namespaces(self) -> str:
+        """The namespace registry (what ``list_namespaces`` reads)."""
+        return f"{self.prefix}_namespaces"
+
+    @property
+    def migrations(self) -> str:
+        """The applied schema versions."""
+        return f"{self.prefix}_migrations"
+
+    def vectors(self, spec: IndexSpec) -> str:
+        """One vector table per vector type and size, so stores with other embedders can share the DB."""
+        return f"{self.prefix}_vectors_{spec.vector_type}{spec.dims}"
+
+
+def migrations(t: Tables) -> list[list[str]]:
+    """Versioned schema steps, one list of statements per version; ``setup()`` applies missing ones."""
+    return [
+        [
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.store} (
+                ns text COLLATE "C" NOT NULL,
+                key text COLLATE "C" NOT NULL,
+                value jsonb NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                expires_at timestamptz,
+                ttl_minutes double precision,
+                PRIMARY KEY (ns, key)
+            )
+            """,
+            f"CREATE INDEX IF NOT EXISTS {t.store}_expires_idx ON {t.store} (expires_at) WHERE expires_at IS NOT NULL",
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.namespaces} (
+                ns text COLLATE "C" PRIMARY KEY,
+                labels text[] COLLATE "C" NOT NULL,
+                depth int NOT NULL
+            )
+            """,
+        ],
+    ]
+
+
+_OPCLASS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
+
+
+def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
+    """DDL for the vector table of ``spec`` and its ANN index (idempotent)."""
+    vt = t.vectors(spec)
+    ddl = [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        f"""
+        CREATE TABLE IF NOT EXISTS {vt} (
+            ns text COLLATE "C" NOT NULL,
+            key text COLLATE "C" NOT NULL,
+            field text NOT NULL,
+            text_hash text NOT NULL,
+            embedding {spec.vector_type}({spec.dims}) NOT NULL,
+            PRIMARY KEY (ns, key, field),
+            FOREIGN KEY (ns, key) REFERENCES {t.store} (ns, key) ON DELETE CASCADE
+        )
+        """,
+    ]
+    if spec.kind != "exact":
+        params = {k: v for k, v in spec.ann.items() if k in ("m", "ef_construction", "lists")}
+        if spec.kind == "ivfflat" and "nlist" in spec.ann:
+            params["lists"] = spec.ann["nlist"]
+        for k, v in params.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise InvalidArgumentError(
+                    f"ann_index_config {k} must be a positive integer, got {v!r}"
+                )
+        with_ = f" WITH ({', '.join(f'{k} = {v}' for k, v in params.items())})" if params else ""
+        ddl.append(
+            f"CREATE INDEX IF NOT EXISTS {vt}_{_OPCLASS[spec.distance]}_{spec.kind}_idx ON {vt} "
+            f"USING {spec.kind} (embedding {spec.vector_type}_{_OPCLASS[spec.distance]}_ops){with_}"
+        )
+    return ddl
+
+
+def setup_plan(t: Tables, spec: IndexSpec | None) -> Steps[None]:
+    """Create or upgrade the schema under an advisory lock, so concurrent ``setup()`` calls are safe."""
+    yield Round(
+        [
+            Statement("SELECT pg_advisory_xact_lock(hashtext(%s))", [t.prefix]),
+            Statement(
+                f"CREATE TABLE IF NOT EXISTS {t.migrations} (v int PRIMARY KEY)", fetch=False
+            ),
+        ],
+        tx=True,
+    )
+    (rows,) = yield Round([Statement(f"SELECT coalesce(max(v), -1) FROM {t.migrations}")])
+    done = rows[0][0]
+    steps = [
+        Statement(sql, fetch=False)
+        for v, step in enumerate(migrations(t))
+        if v > done
+        for sql in step
+    ] + [
+        Statement(f"INSERT INTO {t.migrations} (v) VALUES (%s)", [v], fetch=False)
+        for v in range(done + 1, SCHEMA_VERSION)
+    ]
+    if spec is not None:
+        steps += [Statement(sql, fetch=False) for sql in vector_ddl(t, spec)]
+    if steps:
+        yield Round(steps)
+
+
+def check_ann(spec: IndexSpec | None) -> None:
+    """Reject ``ann_index_config`` numbers that are not integers of the right sign, before any I/O."""
+    for name in ("m", "ef_construction", "ef_search", "lists", "nlist", "probes", "exact_below"):
+        v = spec.ann.get(name) if spec is not None else None
+        if v is None:
+            continue
+        low = 0 if name == "exact_below" else 1
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            raise InvalidArgumentError(
+                f"ann_index_config {name} must be an integer >= {low}, got {v!r}"
+            )

@@ -1,0 +1,207 @@
+"""The SQL building blocks every Postgres plan uses: statements and rounds, row sources, the
+namespace and filter conditions, literals and the shared column lists.
+
+A plan (see :mod:`langmem_adapters.postgres.plan`) yields ``Round`` requests: statements sent
+together in one pipeline; the sync and async stores only differ in how they execute a round.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Iterable, Sequence
+from functools import lru_cache
+from typing import Any, NamedTuple, TypeVar
+
+import orjson
+from langgraph.store.base import Item, SearchItem
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.embedding import Embed
+from langmem_adapters.core.filters import COMPARISONS, Condition
+from langmem_adapters.core.items import make_item, make_search_item
+
+R = TypeVar("R")
+
+__all__ = [
+    "ITEM_COLUMNS",
+    "KEY",
+    "LIVE",
+    "Answer",
+    "Request",
+    "Round",
+    "Statement",
+    "Steps",
+    "filter_sql",
+    "item_of",
+    "keep_floats",
+    "ns_condition",
+    "row_source",
+    "search_item_of",
+    "vec_literal",
+]
+
+
+class Statement(NamedTuple):
+    """One SQL statement; ``fetch`` says whether its rows are wanted."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    fetch: bool = True
+
+
+class Round(NamedTuple):
+    """Statements sent in one round trip (one pipeline, hence one implicit transaction).
+
+    ``tx`` opens an explicit transaction that lasts until the plan ends, for plans whose rounds must
+    commit together (setup under its advisory lock, ``put_if_absent`` with its vectors, a restore page).
+    """
+
+    statements: list[Statement]
+    tx: bool = False
+
+
+Request = Embed | Round
+"""What a Postgres plan yields: texts to embed, or a round of SQL."""
+Answer = list[list[Any]]
+"""What a plan is sent back: a round's rows per statement (none for those that do not fetch), or
+an ``Embed``'s vectors."""
+Steps = Generator[Request, Answer, R]
+"""A Postgres plan (or sub-plan) returning ``R``."""
+
+#: A live item (never expires, or not yet expired), for the items table aliased ``{a}``.
+LIVE = "({a}.expires_at IS NULL OR {a}.expires_at > now())"
+#: The columns an ``Item`` is read from (``item_of``), for the items table aliased ``{a}``.
+ITEM_COLUMNS = "{a}.ns, {a}.key, {a}.value, {a}.created_at, {a}.updated_at, {a}.ttl_minutes"
+#: The columns of an item's key in a row source.
+KEY = (("ns", "text"), ("key", "text"))
+
+
+def ns_condition(
+    column: str, prefix: Sequence[str], *, estimable: bool = False
+) -> tuple[str, list[Any]]:
+    """Exact-or-below match on whole labels, as index ranges (no LIKE, nothing to escape).
+
+    By default one range ``[p, p + "/")``, which holds ``p``, ``p.``-prefixed names and names that
+    continue ``p`` with a character sorting before ``"/"``, plus a check of the character after ``p``
+    that keeps the first two: a prepared statement then settles on a generic plan instead of being
+    planned again on every call. ``estimable`` gives ``p`` or ``[p., p/)`` instead, whose row
+    estimate the planner can trust (the vector query chooses between the ANN index and the ranges).
+    """
+    if not prefix:
+        return "TRUE", []
+    base = nsp.join(prefix)
+    lo, hi = nsp.prefix_range(prefix)
+    if estimable:
+        return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [base, lo, hi]
+    return (
+        f"({column} >= %s AND {column} < %s AND "
+        f"(length({column}) = %s OR substr({column}, %s + 1, 1) = %s))",
+        [base, hi, len(base), len(base), lo[-1]],
+    )
+
+
+def filter_sql(conditions: Iterable[Condition], column: str) -> tuple[str, list[Any]]:
+    """Typed filter conditions as SQL (see ``langmem_adapters.core.filters`` for the semantics)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for c in conditions:
+        # A value is always an object, so a one-key path is its field: "->" finds it faster than
+        # "#>" (measured ~10% off a filtered search).
+        x = f"({column} -> %s::text)" if len(c.path) == 1 else f"({column} #> %s::text[])"
+        path: str | list[str] = c.path[0] if len(c.path) == 1 else list(c.path)
+        if c.op == "$eq":
+            parts.append(f"{x} = %s::jsonb")
+            params += [path, json.dumps(c.value)]
+        elif c.op == "$ne":
+            parts.append(f"{x} IS DISTINCT FROM %s::jsonb")
+            params += [path, json.dumps(c.value)]
+        elif c.op == "$in":
+            parts.append(f"{x} IN (SELECT jsonb_array_elements(%s::jsonb))")
+            params += [path, json.dumps(list(c.value))]
+        elif c.op == "$nin":
+            parts.append(f"({x} IS NULL OR {x} NOT IN (SELECT jsonb_array_elements(%s::jsonb)))")
+            params += [path, path, json.dumps(list(c.value))]
+        elif c.op == "$exists":
+            parts.append(f"{x} IS {'NOT ' if c.value else ''}NULL")
+            params.append(path)
+        else:
+            assert c.op in COMPARISONS
+            sql_op = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[c.op]
+            if isinstance(c.value, str):
+                parts.append(
+                    f"(jsonb_typeof({x}) = 'string' AND ({x} #>> '{{}}') COLLATE \"C\" {sql_op} %s)"
+                )
+                params += [path, path, c.value]
+            else:
+                parts.append(f"(jsonb_typeof({x}) = 'number' AND {x} {sql_op} %s::jsonb)")
+                params += [path, path, json.dumps(c.value)]
+    return (" AND ".join(parts) or "TRUE"), params
+
+
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?[eE]\+\d+')
+
+
+def keep_floats(value_json: str) -> str:
+    """Write large whole floats (``1e+16``) as ``10000000000000000.0``: jsonb would otherwise expand
+    them to integer digits and they would come back as ``int``."""
+    if "e+" not in value_json and "E+" not in value_json:
+        return value_json
+
+    def fix(m: re.Match[str]) -> str:
+        token = m.group(0)
+        return token if token.startswith('"') else f"{int(float(token))}.0"
+
+    return _JSON_TOKEN.sub(fix, value_json)
+
+
+def row_source(
+    columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[Any]]:
+    """A row source ``r(col, ...)``: scalar parameters for one row (so the statement gets a stable,
+    cached plan), or for many one JSON array of rows that the server unpacks (one statement for any
+    batch size, and far cheaper to send than a parameter per cell or array parameters).
+
+    Column types are ``text``, ``float8``, ``timestamptz`` or ``jsonb``; a ``jsonb`` cell is given as
+    JSON text, a ``timestamptz`` one as an aware ``datetime``."""
+    if len(rows) == 1:
+        return _one_row_source(tuple(columns)), list(rows[0])
+    for i, (_, type_) in enumerate(columns):
+        if type_ == "jsonb":  # JSON text already: embedded as it is
+            rows = [(*row[:i], orjson.Fragment(row[i]), *row[i + 1 :]) for row in rows]
+    carrier = orjson.dumps(rows).decode()
+    names = ", ".join(name for name, _ in columns)
+    picks = ", ".join(
+        f"j.r->{i}"
+        if type_ == "jsonb"
+        else f"j.r->>{i}"
+        if type_ == "text"
+        else f"(j.r->>{i})::{type_}"
+        for i, (_, type_) in enumerate(columns)
+    )
+    return (
+        f"(SELECT {picks} FROM jsonb_array_elements(%s::jsonb) AS j(r)) AS r({names})",
+        [carrier],
+    )
+
+
+@lru_cache(maxsize=32)
+def _one_row_source(columns: tuple[tuple[str, str], ...]) -> str:
+    """The one-row source of ``row_source``: a parameter per cell."""
+    cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
+    return f"(SELECT {cells}) AS r({', '.join(name for name, _ in columns)})"
+
+
+def vec_literal(v: Sequence[float]) -> str:
+    """pgvector's text form ``[x,y,...]`` (checked, finite floats: orjson writes exactly that)."""
+    return orjson.dumps(v).decode()
+
+
+def item_of(row: Sequence[Any]) -> Item:
+    """The ``Item`` of a row read with ``ITEM_COLUMNS``."""
+    return make_item(nsp.split(row[0]), row[1], row[2], row[3], row[4])
+
+
+def search_item_of(row: Sequence[Any], score: float | None) -> SearchItem:
+    """The ``SearchItem`` of a row read with ``ITEM_COLUMNS``, with its score."""
+    return make_search_item(nsp.split(row[0]), row[1], row[2], row[3], row[4], score)

@@ -1,0 +1,232 @@
+"""The write statements of the Postgres stores: deletes and upserts (of a batch, or of a restore page
+keeping its timestamps), the vectors that go with them, TTL refresh and the expiry sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.embedding import embed_missing, texts_to_embed
+from langmem_adapters.core.ops import Write
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.sql import (
+    KEY,
+    LIVE,
+    Round,
+    Statement,
+    Steps,
+    keep_floats,
+    row_source,
+    vec_literal,
+)
+
+__all__ = [
+    "ItemVectors",
+    "Stamps",
+    "refresh_statement",
+    "sweep_plan",
+    "write_statements",
+    "write_vectors",
+]
+
+ItemVectors = dict[tuple[str, str], list[tuple[str, str, str]]]
+"""Per item ``(namespace text, key)``: its ``(field, text hash, vector literal)`` rows to store."""
+
+Stamps = tuple[datetime, datetime, datetime | None]
+"""What a restored item keeps as it was: ``created_at``, ``updated_at`` and ``expires_at``."""
+
+_EXPIRED = "s.expires_at IS NOT NULL AND s.expires_at <= now()"
+_REPLACE = (
+    "DO UPDATE SET value = excluded.value, created_at = excluded.created_at, "
+    "updated_at = excluded.updated_at, expires_at = excluded.expires_at, "
+    "ttl_minutes = excluded.ttl_minutes"
+)
+_CONFLICT = {
+    # A put keeps the live item's created_at (a new one if the old item had expired).
+    "put": f"DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at, "
+    f"created_at = CASE WHEN {_EXPIRED} THEN excluded.created_at ELSE s.created_at END, "
+    f"expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
+    # put_if_absent replaces only an expired item, and says whether it wrote.
+    "if_absent": f"{_REPLACE} WHERE {_EXPIRED} RETURNING s.ns, s.key",
+    # A restore writes the record as it was.
+    "restore": _REPLACE,
+}
+
+
+def write_vectors(t: Tables, spec: IndexSpec, writes: list[Write]) -> Steps[ItemVectors]:
+    """Vectors for each put, reusing stored embeddings of unchanged text (read for the items
+    written, by text hash); only new text is embedded."""
+    wanted = texts_to_embed(spec, writes)
+    keys = [k for k, rows in wanted.items() if rows]
+    known: dict[str, str] = {}
+    if keys:
+        source, params = row_source(KEY, keys)
+        (stored,) = yield Round(
+            [
+                Statement(
+                    f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
+                    f"JOIN {source} ON v.ns = r.ns AND v.key = r.key",
+                    params,
+                )
+            ],
+        )
+        known = {h: emb for _, _, h, emb in stored}
+    return (yield from embed_missing(spec, wanted, known, vec_literal))
+
+
+def write_statements(
+    t: Tables,
+    spec: IndexSpec | None,
+    writes: list[Write],
+    vectors: ItemVectors,
+    if_absent: bool = False,
+    stamps: Mapping[tuple[str, str], Stamps] | None = None,
+) -> tuple[list[Statement], list[Statement]]:
+    """Item statements (deletes, namespace registration, upserts) and the vector replacement after
+    them. With ``stamps`` (per item key) the puts are a restore's: each item gets exactly those
+    timestamps and expiry (with its ``ttl``) instead of ``now()``-based ones."""
+    statements: list[Statement] = []
+    # One lock order for every statement (the stored text order): concurrent batches cannot deadlock.
+    writes = sorted(writes, key=lambda w: (nsp.join(w.namespace), w.key))
+    deletes = [w for w in writes if w.value_json is None]
+    puts = [w for w in writes if w.value_json is not None]
+    if deletes:
+        source, params = row_source(KEY, [(nsp.join(w.namespace), w.key) for w in deletes])
+        statements.append(
+            Statement(
+                f"DELETE FROM {t.store} s USING {source} WHERE s.ns = r.ns AND s.key = r.key",
+                params,
+                fetch=False,
+            )
+        )
+    if not puts:
+        return statements, []
+    put_keys = [(nsp.join(w.namespace), w.key) for w in puts]
+    conflict = _CONFLICT["restore" if stamps is not None else "if_absent" if if_absent else "put"]
+    upsert = (
+        f"INSERT INTO {t.store} AS s (ns, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+        f"{{rows}} ON CONFLICT (ns, key) {conflict}"
+    )
+    register = (
+        f"INSERT INTO {t.namespaces} (ns, labels, depth) {{names}} ON CONFLICT (ns) DO NOTHING"
+    )
+    values: list[tuple[Any, ...]] = [
+        (*k, keep_floats(w.value_json or ""), w.ttl) for k, w in zip(put_keys, puts)
+    ]
+    if len(values) == 1:  # the common single put: plain VALUES, the cheapest statement to plan
+        ns, key, value_json, ttl = values[0]
+        names = "VALUES (%(ns)s, string_to_array(%(ns)s, '.'), cardinality(string_to_array(%(ns)s, '.')))"
+        rows_sql = (
+            "VALUES (%(ns)s, %(key)s, %(value)s::jsonb, now(), now(), "
+            "now() + %(ttl)s::float8 * interval '1 minute', %(ttl)s::float8)"
+        )
+        put_params: Any = {"ns": ns, "key": key, "value": value_json, "ttl": ttl}
+        if stamps is not None:
+            rows_sql = (
+                "VALUES (%(ns)s, %(key)s, %(value)s::jsonb, %(c)s::timestamptz, "
+                "%(u)s::timestamptz, %(x)s::timestamptz, %(ttl)s::float8)"
+            )
+            put_params.update(zip("cux", stamps[(ns, key)]))
+        sql = f"WITH new_ns AS ({register.format(names=names)}) {upsert.format(rows=rows_sql)}"
+    else:
+        columns = [*KEY, ("value", "jsonb"), ("ttl", "float8")]
+        rows_sql = (
+            "SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows"
+        )
+        if stamps is not None:
+            columns += [("c", "timestamptz"), ("u", "timestamptz"), ("x", "timestamptz")]
+            values = [(*row, *stamps[(row[0], row[1])]) for row in values]
+            rows_sql = "SELECT ns, key, value, c, u, x, ttl FROM rows"
+        source, put_params = row_source(columns, values)
+        # Only namespaces not yet registered reach the insert (most batches write to known ones).
+        names = (
+            "SELECT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.')) "
+            f"FROM (SELECT DISTINCT ns FROM rows) d WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {t.namespaces} n WHERE n.ns = d.ns) ORDER BY ns"
+        )
+        sql = (
+            f"WITH rows AS (SELECT * FROM {source}), new_ns AS ({register.format(names=names)}) "
+            f"{upsert.format(rows=rows_sql)}"
+        )
+    statements.append(Statement(sql, put_params, fetch=if_absent))
+    if spec is None:
+        return statements, []
+    return statements, _vector_statements(t, spec, put_keys, vectors)
+
+
+def _vector_statements(
+    t: Tables, spec: IndexSpec, put_keys: list[tuple[str, str]], vectors: ItemVectors
+) -> list[Statement]:
+    """Replace the put items' vectors: drop fields they no longer index, upsert changed text."""
+    vt = t.vectors(spec)
+    vector_statements: list[Statement] = []
+    keep = [(ns, key, field) for (ns, key), rows in vectors.items() for field, _, _ in rows]
+    source, params = row_source(KEY, put_keys)
+    stale = f"DELETE FROM {vt} v USING {source} WHERE v.ns = r.ns AND v.key = r.key"
+    if keep:
+        kept, kept_params = row_source((*KEY, ("field", "text")), keep)
+        stale += f" AND (v.ns, v.key, v.field) NOT IN (SELECT r.ns, r.key, r.field FROM {kept})"
+        params += kept_params
+    vector_statements.append(Statement(stale, params, fetch=False))
+    rows = [
+        (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
+    ]
+    if rows:
+        source, params = row_source((*KEY, ("field", "text"), ("h", "text"), ("e", "text")), rows)
+        vector_statements.append(
+            Statement(
+                f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding) "
+                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type} FROM {source} "
+                f"ON CONFLICT (ns, key, field) DO UPDATE "
+                f"SET text_hash = excluded.text_hash, embedding = excluded.embedding "
+                f"WHERE v.text_hash <> excluded.text_hash",
+                params,
+                fetch=False,
+            )
+        )
+    return vector_statements
+
+
+def refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:
+    """Extend each read item's expiry by its own TTL.
+
+    Best effort and never blocking: rows are locked in key order and rows another transaction holds
+    are skipped (that writer sets a fresh expiry itself), so concurrent refreshes cannot deadlock.
+    """
+    source, params = row_source(KEY, keys)
+    return Statement(
+        f"WITH due AS (SELECT s.ns, s.key FROM {t.store} s JOIN {source} ON s.ns = r.ns AND s.key = r.key "
+        f"WHERE s.ttl_minutes IS NOT NULL AND {LIVE.format(a='s')} "
+        f"ORDER BY s.ns, s.key FOR UPDATE OF s SKIP LOCKED) "
+        f"UPDATE {t.store} s SET expires_at = now() + s.ttl_minutes * interval '1 minute' "
+        f"FROM due WHERE s.ns = due.ns AND s.key = due.key",
+        params,
+        fetch=False,
+    )
+
+
+def sweep_plan(t: Tables) -> Steps[int]:
+    """Delete expired items; then, under a short table lock that waits out in-flight writers, drop
+    namespace rows that no longer hold any item. Returns how many items went."""
+    (expired,) = yield Round(
+        [
+            Statement(
+                f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"
+            )
+        ]
+    )
+    yield Round(
+        [
+            Statement(f"LOCK TABLE {t.namespaces} IN SHARE ROW EXCLUSIVE MODE", fetch=False),
+            Statement(
+                f"DELETE FROM {t.namespaces} n WHERE NOT EXISTS (SELECT 1 FROM {t.store} s WHERE s.ns = n.ns)",
+                fetch=False,
+            ),
+        ],
+        tx=True,
+    )
+    return len(expired)
