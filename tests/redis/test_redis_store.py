@@ -15,7 +15,8 @@ from langgraph.store.base import PutOp
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
-from langmem_adapters.redis.plan import _token, _value_tokens
+from langmem_adapters.redis.tokens import token as _token
+from langmem_adapters.redis.tokens import value_tokens as _value_tokens
 from tests import servers
 
 
@@ -113,7 +114,7 @@ def test_bookkeeping_stays_exact_when_rewrites_keep_their_expiry(modules: bool) 
     as it is: the registry, the ZSETs and their expiries must stay exact, over many namespaces and
     through changes between permanent and expiring items."""
     from langmem_adapters.core import namespaces as nsp
-    from langmem_adapters.redis.plan import NO_EXPIRY
+    from langmem_adapters.redis.layout import NO_EXPIRY
 
     client = redis.Redis.from_url(servers.redis_url(modules=modules))
     store = RedisStore(client, prefix=_prefix())
@@ -381,8 +382,8 @@ def test_commands_are_packed_as_redis_py_packs_them() -> None:
     it), and its own writer matches redis-py's pure-Python one, script calls included."""
     from redis.connection import PythonRespSerializer
 
-    from langmem_adapters.redis.plan import Call
-    from langmem_adapters.redis.store import _args, _pack, _pack_text
+    from langmem_adapters.redis.connection import _args, _pack, _pack_text
+    from langmem_adapters.redis.scripts import Call
 
     conn = redis.Connection()
     calls = [

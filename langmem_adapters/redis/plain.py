@@ -1,0 +1,100 @@
+"""Plain-mode search (no Query Engine): read every live item of the matching namespaces in one
+script call each, then filter, score (numpy, exact) and order them here."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import SearchOp
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.filters import Condition, matches
+from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.layout import Keys, under
+from langmem_adapters.redis.records import Record, decode_vectors
+from langmem_adapters.redis.scripts import Call, Round
+
+__all__ = ["plain_searches"]
+
+Found = list[tuple[int, SearchOp, list[Record]]]
+"""Each search's position in the batch, its op and its page of records."""
+
+
+def plain_searches(
+    keys: Keys,
+    spec: IndexSpec | None,
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
+    live: list[tuple[str, ...]],
+    qvecs: dict[str, list[float]],
+    now_ms: int,
+) -> Generator[Round, list[Any], Found]:
+    """The pages of a batch's searches from the live namespaces ``live`` (one read of each)."""
+    wanted = sorted({ns for _, op, _ in searches for ns in live if under(ns, op.namespace_prefix)})
+    with_vectors = spec is not None and bool(qvecs)
+    flag = "1" if with_vectors else "0"
+    replies = (
+        (
+            yield Round(
+                [
+                    Call((now_ms, flag), script="read_ns", keys=(keys.zset(nsp.join(ns)),))
+                    for ns in wanted
+                ]
+            )
+        )
+        if wanted
+        else []
+    )
+    by_ns: dict[tuple[str, ...], list[Record]] = {}
+    for ns, reply in zip(wanted, replies):
+        recs = by_ns[ns] = []
+        for row in load_json(reply):
+            rec = Record.parse(row[0], row[1])
+            if with_vectors and spec is not None:
+                rec.vectors = decode_vectors(row[2], spec)
+            recs.append(rec)
+    out = []
+    for i, op, conds in searches:
+        records = [
+            Record(r.namespace, r.key, r.value, r.created, r.updated, r.ttl, vectors=r.vectors)
+            for ns in wanted
+            if under(ns, op.namespace_prefix)
+            for r in by_ns[ns]
+            if matches(r.value, conds)
+        ]
+        qvec = qvecs.get(op.query or "")
+        if qvec is not None and spec is not None:
+            records = _score(spec, records, qvec)
+        records.sort(key=lambda r: r.sort_key)
+        out.append((i, op, records[op.offset : op.offset + op.limit]))
+    return out
+
+
+def _distances(
+    spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """pgvector's distances of each row to ``q`` (what ``IndexSpec.score`` takes): cosine 1-cos,
+    inner product -dot, l2 Euclidean."""
+    if spec.distance == "l2":
+        return np.asarray(np.linalg.norm(matrix - q, axis=1))
+    dots = matrix @ q
+    if spec.distance == "inner_product":
+        return np.asarray(-dots)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
+    return np.asarray(1.0 - np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
+
+
+def _score(spec: IndexSpec, records: list[Record], q: list[float]) -> list[Record]:
+    """Exact scoring with numpy: each item's best vector (items without vectors are dropped)."""
+    pairs = [(r, r.vectors) for r in records if r.vectors is not None and len(r.vectors)]
+    if not pairs:
+        return []
+    scored = [r for r, _ in pairs]
+    matrix = np.concatenate([v for _, v in pairs])
+    starts = np.cumsum([0, *(len(v) for _, v in pairs[:-1])])
+    best = np.minimum.reduceat(_distances(spec, matrix, np.asarray(q, np.float32)), starts)
+    for r, d in zip(scored, best):
+        r.distance = float(d)
+    return scored

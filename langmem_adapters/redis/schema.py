@@ -1,0 +1,117 @@
+"""Setting up a Redis store: mode detection (Query Engine or plain Redis) and index creation."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+from typing import Any, cast
+
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
+from langmem_adapters.redis.scripts import Call, Round
+
+__all__ = ["MODES", "check_mode", "setup_plan"]
+
+MODES = ("auto", "query_engine", "plain")
+
+
+def check_mode(mode: Any) -> None:
+    """Reject a ``mode`` option other than ``auto``, ``query_engine`` or ``plain``."""
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be 'auto', 'query_engine' or 'plain', got {mode!r}")
+
+
+def setup_plan(
+    keys: Keys, spec: IndexSpec | None, mode: str, cluster: bool = False
+) -> Generator[Round, list[Any], Mode]:
+    """Choose the mode (``auto``: the Query Engine when FT.* and JSON.* exist) and create the index.
+
+    The first store on a prefix records its mode, so stores sharing a prefix agree on the layout.
+    On a cluster ``auto`` means plain mode: an index covers one shard only without the coordinator.
+    """
+    check_mode(mode)
+    probes = [] if cluster else [Call(("FT._LIST",)), Call(("JSON.TYPE", f"{keys.prefix}:probe"))]
+    info, recorded, *probed = yield Round(
+        [Call(("INFO", "server")), Call(("GET", keys.mode)), *probes], check=False
+    )
+    version = (
+        text(info.get("redis_version", "0"))
+        if isinstance(info, dict)
+        else _info_field(info, "redis_version")
+    )
+    if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (6, 2):
+        raise RuntimeError(f"the Redis store needs Redis >= 6.2 or Valkey, found {version}")
+    has_qe = bool(probed) and not any(isinstance(r, Exception) for r in probed)
+    recorded = text(recorded)
+    chosen = cast(
+        Mode,
+        recorded or ("query_engine" if has_qe and mode != "plain" else "plain")
+        if mode == "auto"
+        else mode,
+    )
+    if recorded and chosen != recorded:
+        raise InvalidArgumentError(
+            f"prefix {keys.prefix!r} already holds a {recorded!r} store, not {chosen!r}"
+        )
+    if chosen == "query_engine":
+        if not has_qe:
+            raise RuntimeError(
+                "mode='query_engine' needs a single Redis server with the Query Engine and JSON (Redis 8 or "
+                "Redis Stack); on a Redis Cluster use mode='plain' (or 'auto')"
+            )
+        if recorded and any(text(n).startswith(f"{keys.prefix}:idx") for n in probed[0]):
+            raise InvalidArgumentError(
+                f"prefix {keys.prefix!r} holds items in the JSON layout of earlier development builds; "
+                "export them with that build (`langmem-adapters export`) and import them into a new prefix"
+            )
+        # A new prefix holds no keys yet: its indexes skip the scan of the whole keyspace, which on a
+        # busy server would slow every command until it finished.
+        fresh = not recorded
+        calls = [Call(_create_index(keys, None, fresh))]
+        calls += [Call(_create_index(keys, spec, fresh))] if spec is not None else []
+        for created in (yield Round(calls, check=False)):
+            if isinstance(created, Exception) and "already exists" not in str(created):
+                raise created
+    yield Round([Call(("SET", keys.mode, chosen, "NX"))])
+    return chosen
+
+
+def _info_field(info: Any, name: str) -> str:
+    """A field of a raw INFO reply (text), "0" when absent."""
+    found = re.search(rf"^{name}:(\S+)", text(info) if isinstance(info, (str, bytes)) else "", re.M)
+    return found.group(1) if found else "0"
+
+
+def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tuple[Any, ...]:
+    """``FT.CREATE`` of the items' index (hashes, ``spec`` None) or of a vector index (documents);
+    ``fresh``: the prefix has no keys, so the index skips its initial scan."""
+    if spec is None:
+        schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
+        schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX"]  # sorted by, never filtered on
+        on, prefix = "HASH", f"{keys.prefix}:i:"
+    else:
+        metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
+        attrs: list[Any] = [
+            "TYPE",
+            vector_dtype(spec)[0],
+            "DIM",
+            spec.dims,
+            "DISTANCE_METRIC",
+            metric,
+        ]
+        if spec.kind == "exact":
+            algo = "FLAT"
+        else:
+            algo = "HNSW"
+            attrs += [
+                "M",
+                int(spec.ann.get("m", 16)),
+                "EF_CONSTRUCTION",
+                int(spec.ann.get("ef_construction", 64)),
+            ]
+        schema = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
+        schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
+        on, prefix = "JSON", f"{keys.prefix}:v:"
+    scan = ("SKIPINITIALSCAN",) if fresh else ()
+    return ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, *scan, "SCHEMA", *schema)

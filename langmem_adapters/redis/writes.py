@@ -1,0 +1,218 @@
+"""The writes of a Redis batch: one entry per put, delete, TTL refresh or restored item, sent as
+write-script calls (see ``lua/write.lua``).
+
+On a single server all writes of a batch, with their bookkeeping, run in one Lua script call, so the
+batch is atomic and the registry exact. On a Redis Cluster (``cluster=True``) a script call may only
+touch one slot: the batch's namespaces are first registered in ``P:ns`` (scores only grow, so an
+entry covers every live item of its namespace), then each namespace's writes run in their own script
+call, atomic per namespace. Registry entries may then outlive their items (deletes, failed writes):
+readers check each candidate's ZSET for a live item.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from json.encoder import encode_basestring
+from typing import Any
+
+import numpy as np
+import orjson
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.embedding import Embed, embed_missing, texts_to_embed
+from langmem_adapters.core.ops import Write, load_json
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.layout import EPOCH, GRACE_MS, NO_EXPIRY, Keys, Mode, text
+from langmem_adapters.redis.records import decode_vectors
+from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.tokens import namespace_tags, namespace_tokens, path_json, value_tokens
+
+__all__ = [
+    "Entry",
+    "Vectors",
+    "delete_entry",
+    "embed_writes",
+    "put_entry",
+    "restore_entry",
+    "sweep_plan",
+    "touch_entry",
+    "unchanged",
+    "write_rounds",
+]
+
+Vectors = list[tuple[str, str, list[float]]]
+"""An item's ``(field, text hash, vector)`` triples."""
+
+
+@dataclass(slots=True)
+class Entry:
+    """One item of the write script: its op code, expiry and script arguments (see write.lua)."""
+
+    ns_text: str
+    key: str
+    op: str
+    x: int
+    args: tuple[Any, ...]
+
+
+def write_rounds(
+    keys: Keys, mode: Mode, now_us: int, entries: list[Entry], cluster: bool
+) -> list[Round]:
+    """One write-script call for all entries; on a cluster, a registry step then one call per namespace."""
+    groups: dict[str, list[Entry]] = {}
+    for e in entries:
+        groups.setdefault(e.ns_text, []).append(e)
+    if not cluster:
+        return [Round([_script_call(keys, mode, now_us, groups, registry=True)])]
+    expiry = {
+        ns: max(e.x for e in group)
+        for ns, group in groups.items()
+        if any(e.op != "d" for e in group)
+    }
+    register = Call(
+        (now_us // 1000 - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))),
+        "register",
+        (keys.registry,),
+    )
+    writes = Round(
+        [
+            _script_call(keys, mode, now_us, {ns: group}, registry=False)
+            for ns, group in groups.items()
+        ]
+    )
+    return [Round([register]), writes] if expiry else [writes]
+
+
+def _script_call(
+    keys: Keys, mode: Mode, now_us: int, groups: dict[str, list[Entry]], registry: bool
+) -> Call:
+    now_ms = now_us // 1000
+    key_list = [keys.registry] if registry else []
+    args: list[Any] = [
+        now_ms - GRACE_MS,
+        "1" if mode == "query_engine" else "0",
+        len(groups),
+        "1" if registry else "0",
+        now_us,
+    ]
+    for ns_text, group in groups.items():
+        key_list.append(keys.zset(ns_text))
+        args += (ns_text, len(group))
+        for e in group:
+            key_list.append(keys.item(ns_text, e.key))
+            args += e.args
+    return Call(tuple(args), script="write", keys=tuple(key_list))
+
+
+def _ttl_ms(minutes: float) -> int:
+    return max(1, round(minutes * 60_000))
+
+
+def touch_entry(ns_text: str, key: str, ttl: float, now_ms: int) -> Entry:
+    """A TTL refresh: the item's own TTL, from now."""
+    ttl_ms = _ttl_ms(ttl)
+    return Entry(ns_text, key, "t", now_ms + ttl_ms, ("t", str(ttl_ms), now_ms + ttl_ms))
+
+
+def delete_entry(ns_text: str, key: str) -> Entry:
+    """A delete of the item and its bookkeeping."""
+    return Entry(ns_text, key, "d", NO_EXPIRY, ("d",))
+
+
+def put_entry(mode: Mode, ns_text: str, w: Write, now_us: int, vectors: Vectors, op: str) -> Entry:
+    """A put (``op`` ``p``) or put-if-absent (``a``) written now, expiring after its TTL."""
+    ttl_ms = _ttl_ms(w.ttl) if w.ttl is not None else None
+    x = now_us // 1000 + ttl_ms if ttl_ms is not None else NO_EXPIRY
+    head = (op.upper() if vectors else op, "" if ttl_ms is None else str(ttl_ms), x)
+    assert w.value is not None and w.value_json is not None
+    args = _item_args(mode, w.namespace, w.key, w.value, w.value_json, now_us, w.ttl, vectors)
+    return Entry(ns_text, w.key, head[0], x, head + args)
+
+
+def _us(at: datetime) -> int:
+    return (at - EPOCH) // timedelta(microseconds=1)
+
+
+def restore_entry(
+    mode: Mode,
+    namespace: tuple[str, ...],
+    key: str,
+    value: Mapping[str, Any],
+    value_json: str,
+    times: tuple[datetime, datetime, datetime | None],
+    ttl: float | None,
+    vectors: Vectors,
+) -> Entry:
+    """A restored item (``op`` ``r``): written with its own created, updated and expiry ``times``."""
+    created, updated, expires = times
+    x = NO_EXPIRY if expires is None else (expires - EPOCH) // timedelta(milliseconds=1)
+    head = ("R" if vectors else "r", _us(created), _us(updated), x)
+    args = _item_args(mode, namespace, key, value, value_json, _us(updated), ttl, vectors)
+    return Entry(nsp.join(namespace), key, head[0], x, head + args)
+
+
+def _item_args(
+    mode: Mode,
+    namespace: tuple[str, ...],
+    key: str,
+    value: Mapping[str, Any],
+    value_json: str,
+    updated_us: int,
+    ttl: float | None,
+    vectors: Vectors,
+) -> tuple[Any, ...]:
+    """What the write script stores of an item after its op's head: meta, vectors, tokens."""
+    meta = (
+        f'{{"ns":{path_json(namespace)},"k":{encode_basestring(key)},'
+        f'"v":{value_json},"u":{updated_us},"l":{"null" if ttl is None else repr(ttl)}}}'
+    )
+    args: tuple[Any, ...] = (meta,)
+    if vectors:
+        hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
+        blob = base64.b64encode(np.asarray([v for _, _, v in vectors], np.float32).tobytes())
+        args += (hashes, blob.decode())
+    if mode == "query_engine":
+        t = value_tokens(value)  # distinct: one x and one e token per path
+        args += (namespace_tags(namespace), ",".join(t))
+        if vectors:
+            p = namespace_tokens(namespace)
+            args += (orjson.dumps({"p": p, "t": t, "e": [v for _, _, v in vectors]}).decode(),)
+    return args
+
+
+def unchanged(vector: list[float]) -> list[float]:
+    """Vectors as the embedder gave them (lists of floats): the form writes and queries use."""
+    return vector
+
+
+def embed_writes(
+    keys: Keys, spec: IndexSpec, writes: Iterable[Write]
+) -> Generator[Embed | Round, Any, dict[tuple[str, str], Vectors]]:
+    """Vectors for each put, reusing stored embeddings of unchanged text (one HMGET each of the
+    items that index any text); only new text is embedded."""
+    wanted = texts_to_embed(spec, writes)
+    todo = [k for k, rows in wanted.items() if rows]
+    known: dict[str, list[float]] = {}
+    if todo:
+        replies = yield Round([Call(("HMGET", keys.item(*k), "h", "e")) for k in todo])
+        for h_raw, e_raw in replies:
+            if h_raw is None:
+                continue
+            hashes = load_json(h_raw)
+            for (_, h), vec in zip(hashes, decode_vectors(e_raw, spec)):
+                known[h] = vec.tolist()
+    return (yield from embed_missing(spec, wanted, known, unchanged))
+
+
+def sweep_plan(keys: Keys) -> Generator[Round, list[Any], int]:
+    """Drop expired entries from the namespace ZSETs and the registry; items expire natively."""
+    now_ms = time.time_ns() // 1_000_000
+    (names,) = yield Round([Call(("ZRANGE", keys.registry, 0, -1))])
+    calls = [Call(("ZREMRANGEBYSCORE", keys.zset(text(n)), "-inf", now_ms)) for n in names]
+    calls.append(Call(("ZREMRANGEBYSCORE", keys.registry, "-inf", now_ms)))
+    removed = yield Round(calls)
+    return sum(int(r) for r in removed[:-1])
