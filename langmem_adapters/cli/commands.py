@@ -1,0 +1,236 @@
+"""The sub-commands: each takes the parsed arguments and the consoles, does its work through the
+stores' public API and :mod:`langmem_adapters.transfer`, and returns the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import IO, TextIO
+
+from platformdirs import user_state_dir
+from rich.markup import escape
+
+from langmem_adapters import demo
+from langmem_adapters.cli.locations import Location, open_source, open_store, parse_location
+from langmem_adapters.cli.options import (
+    USAGE,
+    parse_embed,
+    parse_fields,
+    parse_filter,
+    parse_model,
+    parse_namespace,
+)
+from langmem_adapters.cli.render import Ctx, item_rows, print_items, print_tree
+from langmem_adapters.core.store import SyncStore
+from langmem_adapters.errors import CLIError, InvalidArgumentError
+from langmem_adapters.transfer import Checkpoint, migrate, read_items, write_items
+
+__all__ = ["cmd_demo", "cmd_export", "cmd_import", "cmd_inspect", "cmd_migrate", "cmd_sweep"]
+
+
+def _namespace_counts(store: SyncStore) -> dict[tuple[str, ...], int]:
+    """Live items per namespace (only namespaces that hold items), read with ``iter_items``."""
+    return dict(Counter(item.namespace for item in store.iter_items()))
+
+
+# --------------------------------------------------------------------------- inspect
+
+
+def cmd_inspect(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Namespace tree, the items under ``--namespace``, or a search (``--query``/``--filter``)."""
+    location = parse_location(args.url)
+    namespace = parse_namespace(args.namespace)
+    filter_ = parse_filter(args.filter)
+    index = parse_embed(args.embed)
+    if args.limit <= 0:
+        raise CLIError("--limit must be positive", USAGE)
+    with open_store(location, index) as store:
+        counts = _namespace_counts(store)
+        if not namespace and args.query is None and filter_ is None and not args.items:
+            print_tree(ctx, location.display, counts, args.json)
+            return 0
+        under = sum(n for ns, n in counts.items() if ns[: len(namespace)] == namespace)
+        if namespace and not under:
+            raise CLIError(
+                f"unknown namespace {'.'.join(namespace)!r} in {location.display} "
+                f"(run 'langmem-adapters inspect {args.url}' to see the tree)"
+            )
+        if args.query is not None and index is None:
+            ctx.note(
+                "note: no --embed given, so --query cannot rank by similarity; "
+                "pass the embedder the items were indexed with (e.g. --embed hash:64)"
+            )
+        hits = store.search(namespace, query=args.query, filter=filter_, limit=args.limit)
+    if args.json:
+        data = {"namespace": list(namespace), "total": under, "items": item_rows(hits)}
+        ctx.out.print_json(data=data)
+        return 0
+    title = f"{'.'.join(namespace) or '(all namespaces)'}: {len(hits)} of {under} item(s)"
+    if args.query is not None:
+        title += f" for query {args.query!r}"
+    print_items(ctx, title, hits, scored=args.query is not None)
+    return 0
+
+
+# --------------------------------------------------------------------------- export / import
+
+
+def cmd_export(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Write every live item as one JSON line (stdout or ``--output``)."""
+    location = parse_location(args.url)
+    with open_source(location) as source, _open_output(args.output) as out:
+        n = 0
+        with ctx.progress("exporting", source.count()) as advance:
+            for page, _ in source.pages():
+                n += write_items(page, out)
+                advance(len(page))
+    ctx.note(f"exported {n} item(s) from {location.display}")
+    return 0
+
+
+@contextlib.contextmanager
+def _open_output(path: str | None) -> Iterator[IO[str]]:
+    if path is None or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    try:
+        f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below, after the caller's work
+    except OSError as exc:
+        raise CLIError(f"cannot write {path}: {exc.strerror}") from None
+    with f:
+        yield f
+
+
+def cmd_import(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Upsert JSON lines (stdin or ``--input``) into a store, keeping timestamps and TTLs."""
+    location = parse_location(args.url)
+    index = parse_embed(args.embed, parse_fields(args.fields))
+    stream: TextIO
+    total: int | None = None
+    if args.input in (None, "-"):
+        stream = sys.stdin
+    else:
+        try:
+            with open(args.input, "rb") as f:
+                total = sum(1 for line in f if line.strip())
+            stream = open(args.input, encoding="utf-8")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise CLIError(f"cannot read {args.input}: {exc.strerror}") from None
+    n = 0
+    try:
+        with (
+            open_store(location, index, create=True) as store,
+            ctx.progress("importing", total) as advance,
+        ):
+            items = read_items(stream)
+            while chunk := list(islice(items, args.batch_size)):
+                store.restore(chunk, page_size=len(chunk))
+                n += len(chunk)
+                advance(len(chunk))
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+    ctx.note(f"imported {n} item(s) into {location.display}")
+    return 0
+
+
+# --------------------------------------------------------------------------- migrate
+
+
+def _checkpoint_path(args: argparse.Namespace) -> Path:
+    if args.checkpoint:
+        return Path(args.checkpoint)
+    digest = hashlib.sha256(f"{args.source}\n{args.target}".encode()).hexdigest()[:16]
+    return Path(user_state_dir("langmem-adapters")) / f"migrate-{digest}.json"
+
+
+def _same_store(a: Location, b: Location) -> bool:
+    return a.display == b.display and a.table_prefix == b.table_prefix
+
+
+def cmd_migrate(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Copy every item from ``--from`` to ``--to`` in pages, checkpointing after each page."""
+    source_loc, target_loc = parse_location(args.source), parse_location(args.target)
+    if target_loc.official:
+        raise CLIError(
+            "--to must be one of this package's stores (official stores are only sources)", USAGE
+        )
+    if _same_store(source_loc, target_loc):
+        raise CLIError("--from and --to are the same store", USAGE)
+    if args.limit is not None and args.limit <= 0:
+        raise CLIError("--limit must be positive", USAGE)
+    index = parse_embed(args.embed, parse_fields(args.fields))
+    path = _checkpoint_path(args)
+    try:
+        checkpoint = Checkpoint.load(
+            path, source_loc.display, target_loc.display, restart=args.restart
+        )
+    except InvalidArgumentError as exc:
+        raise CLIError(f"{exc}; use --restart") from None
+    if path.exists() and not args.restart:
+        ctx.note(
+            f"resuming after {checkpoint.copied} item(s) (checkpoint {path}; --restart to start over)"
+        )
+    with open_source(source_loc) as source, open_store(target_loc, index, create=True) as target:
+        total = source.count()  # every live item, including those copied before a resume
+        with ctx.progress("migrating", total) as advance:
+            result = migrate(
+                source,
+                target,
+                checkpoint,
+                progress=advance,
+                page_size=args.batch_size,
+                limit=args.limit,
+            )
+    if result.finished:
+        ctx.note(
+            f"migrated {result.copied} item(s) from {source_loc.display} to {target_loc.display}"
+        )
+    else:
+        ctx.note(
+            f"stopped after {result.this_run} item(s) (--limit); run the same command again to continue"
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+def cmd_sweep(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Delete expired items now and print how many went."""
+    location = parse_location(args.url)
+    with open_store(location) as store:
+        removed = int(store.sweep_ttl())
+    if args.json:
+        ctx.out.print_json(data={"store": location.display, "removed": removed})
+    else:
+        ctx.out.print(
+            f"removed {removed} expired item(s) from {escape(location.display)}", highlight=False
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- demo
+
+
+def cmd_demo(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Run an agent with our memory tools across several threads and print the transcript."""
+    location = parse_location(args.store)
+    index = parse_embed(args.embed, ["text"])
+    model, label = parse_model(args.model)
+    ctx.note(f"starting {location.display} …")
+    with open_store(location, index, create=True) as store:
+        demo.run_demo(store, model, ctx.out, store_label=location.display, model_label=label)
+    ctx.out.print(
+        f"\nLook inside: [bold]langmem-adapters inspect {escape(args.store)} --namespace "
+        f"{'.'.join(demo.ROOT)}[/]",
+        highlight=False,
+    )
+    return 0
