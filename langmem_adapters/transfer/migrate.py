@@ -19,7 +19,7 @@ from langmem_adapters.core.store import PAGE_SIZE, SyncStore
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.transfer.source import Position, Source
 
-__all__ = ["Checkpoint", "MigrationResult", "migrate"]
+__all__ = ["Checkpoint", "MigrationResult", "Progress", "migrate"]
 
 Progress = Callable[[int], None]
 """Called with how many more items are copied: first those copied by earlier runs, then each page."""
@@ -58,7 +58,7 @@ class Checkpoint:
         if (
             not isinstance(state, dict)
             or not isinstance(state.get("copied"), int)
-            or "cursor" not in state
+            or not _is_position(state.get("cursor", 0))
             or (state.get("from"), state.get("to")) != (source, target)
         ):
             raise InvalidArgumentError(
@@ -78,6 +78,11 @@ class Checkpoint:
         }
         tmp.write_text(json.dumps(data), encoding="utf-8")
         tmp.replace(self.path)
+
+
+def _is_position(value: Any) -> bool:
+    """Whether a checkpoint's cursor is ``null`` or a list of strings, as sources give them."""
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 @dataclass(frozen=True)

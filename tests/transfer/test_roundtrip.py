@@ -303,6 +303,11 @@ async def test_migrate_resumes_from_its_checkpoint(open_store: Open, tmp_path: P
     assert len(list(target.iter_items())) == 5
     with pytest.raises(ValueError, match="belongs to another migration"):
         Checkpoint.load(path, "a", "c")
+    assert Checkpoint.load(path, "a", "c", restart=True).copied == 0
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('{"from": "a", "to": "b", "cursor": 5, "copied": 1}')
+    with pytest.raises(ValueError, match="is damaged"):
+        Checkpoint.load(damaged, "a", "b")
     second = migrate(StoreSource(source), target, Checkpoint.load(path, "a", "b"), page_size=4)
     assert (second.copied, second.resumed, second.finished) == (len(records), 5, True)
     assert not path.exists() and seen == [0, 2, 2, 1]
