@@ -40,7 +40,7 @@ from langmem_adapters.memory.checks import (
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.matching import lexical_score
 from langmem_adapters.memory.records import Attribution, MemoryRecord, stored_fields
-from langmem_adapters.memory.tier import MemoryTier, search_ranked
+from langmem_adapters.memory.tier import MemoryTier, done, search_ranked
 from langmem_adapters.memory.times import fmt_time, from_ms, to_ms, utc_now
 
 __all__ = ["Episode", "EpisodicMemory", "blended_score"]
@@ -198,10 +198,6 @@ class EpisodicMemory(MemoryTier):
                 and (success is None or value.get("success") is success)
             )
 
-        def select(items: list[SearchItem]) -> Flow[list[tuple[Episode, float | None]]]:
-            yield from ()  # a flow without store calls
-            return [(_episode_from(i.value), i.score) for i in items if keep(i)]
-
         pool = max(4 * k, 40)
         found, ranked_by_store = yield from search_ranked(
             self.store,
@@ -210,7 +206,9 @@ class EpisodicMemory(MemoryTier):
             filter=store_filter,
             page_size=pool if query is not None else 200,
             wanted=pool,
-            select=select,
+            select=lambda items: done(
+                [(_episode_from(i.value), i.score) for i in items if keep(i)]
+            ),
         )
         if query is None:
             episodes = [e for e, _ in found]

@@ -20,7 +20,7 @@ from langmem_adapters.memory.flows import Flow, call
 from langmem_adapters.memory.records import to_context
 from langmem_adapters.memory.times import to_ms, utc_now
 
-__all__ = ["MemoryTier", "digest", "search_all", "search_page", "search_ranked"]
+__all__ = ["MemoryTier", "digest", "done", "search_all", "search_ranked"]
 
 T = TypeVar("T")
 
@@ -30,40 +30,10 @@ def digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def search_page(
-    store: BaseStore,
-    namespace: tuple[str, ...],
-    *,
-    query: str | None,
-    filter: dict[str, Any],
-    limit: int,
-    offset: int,
-) -> Flow[tuple[int, list[SearchItem]]]:
-    """One page of a search: (raw result count, results whose namespace is exactly ``namespace``).
-
-    Store search matches namespace prefixes, so a deeper namespace of another tenant could
-    appear; the exact-namespace check keeps every tier strictly inside its own root.
-    """
-    page: list[SearchItem] = yield from call(
-        store, "search", namespace, query=query, filter=filter or None, limit=limit, offset=offset
-    )
-    return len(page), [item for item in page if tuple(item.namespace) == namespace]
-
-
-def search_all(
-    store: BaseStore, namespace: tuple[str, ...], *, filter: dict[str, Any], page_size: int = 200
-) -> Flow[list[SearchItem]]:
-    """Every record of ``namespace`` matching the store-side ``filter``, paging until exhausted."""
-    found: list[SearchItem] = []
-    offset = 0
-    while True:
-        count, items = yield from search_page(
-            store, namespace, query=None, filter=filter, limit=page_size, offset=offset
-        )
-        found.extend(items)
-        if count < page_size:
-            return found
-        offset += count
+def done(value: T) -> Flow[T]:
+    """A flow that calls nothing and returns ``value`` (a ``select`` that needs no store)."""
+    yield from ()
+    return value
 
 
 def search_ranked(
@@ -73,27 +43,52 @@ def search_ranked(
     query: str | None,
     filter: dict[str, Any],
     page_size: int,
-    wanted: int,
+    wanted: int | None,
     select: Callable[[list[SearchItem]], Flow[list[T]]],
 ) -> Flow[tuple[list[T], bool]]:
     """What ``select`` keeps of each page of a search, and whether the store ranked the results.
 
-    Once the store ranks by similarity (some result has a score), paging stops as soon as
-    ``wanted`` results are kept, since later pages are less similar; without a ranking every
-    match is read, so the caller can rank them all.
+    Only results whose namespace is exactly ``namespace`` reach ``select``: store search matches
+    namespace prefixes, so a deeper namespace of another tenant could appear. Once the store
+    ranks by similarity (some result has a score), paging stops as soon as ``wanted`` results
+    are kept, since later pages are less similar; without a ranking (or with ``wanted=None``)
+    every match is read, so the caller can rank them all.
     """
     found: list[T] = []
     ranked = False
     offset = 0
     while True:
-        count, items = yield from search_page(
-            store, namespace, query=query, filter=filter, limit=page_size, offset=offset
+        page: list[SearchItem] = yield from call(
+            store,
+            "search",
+            namespace,
+            query=query,
+            filter=filter or None,
+            limit=page_size,
+            offset=offset,
         )
+        items = [item for item in page if tuple(item.namespace) == namespace]
         ranked = ranked or any(i.score is not None for i in items)
         found.extend((yield from select(items)))
-        if count < page_size or (ranked and len(found) >= wanted):
+        if len(page) < page_size or (ranked and wanted is not None and len(found) >= wanted):
             return found, ranked
-        offset += count
+        offset += len(page)
+
+
+def search_all(
+    store: BaseStore, namespace: tuple[str, ...], *, filter: dict[str, Any], page_size: int = 200
+) -> Flow[list[SearchItem]]:
+    """Every record of ``namespace`` matching the store-side ``filter``, paging until exhausted."""
+    found, _ = yield from search_ranked(
+        store,
+        namespace,
+        query=None,
+        filter=filter,
+        page_size=page_size,
+        wanted=None,
+        select=done,
+    )
+    return found
 
 
 class MemoryTier:

@@ -31,11 +31,11 @@ from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMe
 from langmem_adapters.tools import (
     MemoryToolConfigError,
     NamespaceTemplateError,
-    _Template,
     create_manage_memory_tool,
     create_memory_tools,
     create_search_memory_tool,
 )
+from langmem_adapters.tools.templates import NamespaceTemplate as _Template
 from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 
 with warnings.catch_warnings():
