@@ -11,11 +11,16 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 import redis
 from langgraph.store.base import GetOp, PutOp
 
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.records import StoredItem
+from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
@@ -179,3 +184,80 @@ def test_loading_and_timeouts_map_to_store_connection_error(
     monkeypatch.undo()
     assert store.get(("l",), "k") is None
     store.client.close()
+
+
+def _page(run: str, n: int) -> list[StoredItem]:
+    at = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=timezone.utc)
+    return [
+        StoredItem(("restore", run, str(i % 7)), f"k{i}", {"text": f"item {i}"}, at, at)
+        for i in range(n)
+    ]
+
+
+def _kill_while_busy(server: servers.RedisProcess, started: threading.Event) -> None:
+    """SIGKILL the server once it stops answering within 20 ms: it is running the script then."""
+    probe = redis.Redis.from_url(server.url, socket_timeout=0.02, retry_on_error=[])
+    started.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            probe.ping()
+        except redis.TimeoutError:
+            break
+    server.proc.kill()
+    server.proc.wait(10)
+    probe.close()
+
+
+@pytest.mark.parametrize("fault", ["half-sent", "server-kill"])
+def test_a_restore_page_is_all_or_nothing_when_the_connection_drops(
+    server: servers.RedisProcess, fault: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore page runs as one write-script call: a connection dropped while the call is on the
+    wire (half of it sent), or the server killed while it runs (its AOF is fsynced on every write),
+    leaves the whole page or none of its keys."""
+    run = f"r{fault[0]}"
+    client = redis.Redis.from_url(server.url, retry_on_error=[])
+    store = RedisStore(client, prefix=run, index={"dims": 16, "embed": HashEmbeddings(16)})
+    store.setup()
+    records = _page(run, 3000)
+    started = threading.Event()
+    send = redis.Connection.send_packed_command
+
+    def half_sent(conn: redis.Connection, command: Any, check_health: bool = True) -> None:
+        data = b"".join(command)
+        if b"EVALSHA" in data[:100] and len(data) > 100_000:
+            started.set()
+            if fault == "half-sent":
+                conn._sock.sendall(data[: len(data) // 2])  # type: ignore[union-attr]
+                conn.disconnect()
+                raise redis.ConnectionError("dropped with half of the script call sent")
+        send(conn, command, check_health)
+
+    monkeypatch.setattr(redis.Connection, "send_packed_command", half_sent)
+    killer = None
+    if fault == "server-kill":
+        killer = threading.Thread(target=_kill_while_busy, args=(server, started))
+        killer.start()
+    with pytest.raises(StoreConnectionError):
+        store.restore(records, page_size=len(records))
+    monkeypatch.undo()
+    if killer is not None:
+        killer.join(30)
+        server.start()
+    client.close()
+    with RedisStore.from_conn_string(server.url, prefix=run) as fresh:
+        found = list(fresh.iter_items(("restore", run)))
+        assert len(found) in (0, 3000), len(found)
+        if fault == "half-sent":
+            assert found == []
+        item_keys = [fresh.keys.item(nsp.join(r.namespace), r.key) for r in records]
+        with redis.Redis.from_url(server.url) as admin:
+            assert sum(admin.exists(*chunk) for chunk in _chunks(item_keys)) == len(found)
+        hits = fresh.search(("restore", run), query="item 5", limit=5000)
+        assert len(hits) == len(found)  # no item without its vectors
+        assert len(fresh.list_namespaces()) == (7 if found else 0)
+
+
+def _chunks(keys: list[str], size: int = 500) -> list[list[str]]:
+    return [keys[i : i + size] for i in range(0, len(keys), size)]
