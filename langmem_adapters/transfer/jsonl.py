@@ -76,12 +76,8 @@ def item_from_json(line: str, where: str) -> StoredItem:
         raise InvalidRecordError(f"{where}: key must be a string")
     if not isinstance(value, dict):
         raise InvalidRecordError(f"{where}: value must be a JSON object")
-    if ttl is not None and (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, (int, float))
-        or not math.isfinite(ttl)
-        or ttl <= 0
-    ):
+    # type(), not isinstance(): JSON true is a bool, which is an int; NaN fails both comparisons.
+    if ttl is not None and not (type(ttl) in (int, float) and 0 < ttl < math.inf):
         raise InvalidRecordError(f"{where}: ttl_minutes must be a positive number or null")
     expires = data.get("expires_at")
     return StoredItem(
