@@ -103,16 +103,7 @@ def restore_plan(
     entries = [
         delete_entry(nsp.join(r.namespace), r.key)
         if r.expires_at is not None and r.expires_at <= now
-        else restore_entry(
-            mode,
-            r.namespace,
-            r.key,
-            r.value,
-            value_json,
-            (r.created_at, r.updated_at, r.expires_at),
-            r.ttl_minutes,
-            vectors.get((nsp.join(r.namespace), r.key), []),
-        )
+        else restore_entry(mode, r, value_json, vectors.get((nsp.join(r.namespace), r.key), []))
         for r, value_json in records
     ]
     for request in write_rounds(keys, mode, now_us, entries, cluster) if entries else ():

@@ -25,6 +25,7 @@ import orjson
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed, embed_missing, texts_to_embed
 from langmem_adapters.core.ops import Write, load_json
+from langmem_adapters.core.records import StoredItem
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import EPOCH, GRACE_MS, NO_EXPIRY, Keys, Mode, text
 from langmem_adapters.redis.records import decode_vectors
@@ -137,22 +138,15 @@ def _us(at: datetime) -> int:
     return (at - EPOCH) // timedelta(microseconds=1)
 
 
-def restore_entry(
-    mode: Mode,
-    namespace: tuple[str, ...],
-    key: str,
-    value: Mapping[str, Any],
-    value_json: str,
-    times: tuple[datetime, datetime, datetime | None],
-    ttl: float | None,
-    vectors: Vectors,
-) -> Entry:
-    """A restored item (``op`` ``r``): written with its own created, updated and expiry ``times``."""
-    created, updated, expires = times
+def restore_entry(mode: Mode, record: StoredItem, value_json: str, vectors: Vectors) -> Entry:
+    """A restored item (``op`` ``r``): written with its own created_at, updated_at and expiry."""
+    expires = record.expires_at
     x = NO_EXPIRY if expires is None else (expires - EPOCH) // timedelta(milliseconds=1)
-    head = ("R" if vectors else "r", _us(created), _us(updated), x)
-    args = _item_args(mode, namespace, key, value, value_json, _us(updated), ttl, vectors)
-    return Entry(nsp.join(namespace), key, head[0], x, head + args)
+    updated = _us(record.updated_at)
+    head = ("R" if vectors else "r", _us(record.created_at), updated, x)
+    ns, key, ttl = record.namespace, record.key, record.ttl_minutes
+    args = _item_args(mode, ns, key, record.value, value_json, updated, ttl, vectors)
+    return Entry(nsp.join(ns), key, head[0], x, head + args)
 
 
 def _item_args(
