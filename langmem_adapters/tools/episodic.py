@@ -15,6 +15,7 @@ __all__ = ["EPISODIC_TOOLS"]
 
 
 def _episode_dict(episode: Episode) -> dict[str, Any]:
+    """An episode in the compact JSON form shown to the model."""
     return {
         "id": episode.id,
         "text": episode.text,
@@ -26,6 +27,7 @@ def _episode_dict(episode: Episode) -> dict[str, Any]:
 
 
 def _record_flow(env: ToolEnv, text: str, outcome: str | None, success: bool | None) -> Flow[str]:
+    """Append one episode, attributed to the tool call and its thread."""
     log = EpisodicMemory(env.store, namespace=env.root)
     episode: Episode = yield from call(
         log,
@@ -47,6 +49,8 @@ def _episodes_flow(
     until: str | None,
     success: bool | None,
 ) -> Flow[str]:
+    """Up to ``limit`` episodes in the window, ranked by relevance and recency (newest first
+    without a query)."""
     check_page(limit, 0)
     log = EpisodicMemory(env.store, namespace=env.root)
     text_query = query if isinstance(query, str) and query.strip() else None

@@ -16,6 +16,7 @@ __all__ = ["PROCEDURAL_TOOLS"]
 
 
 def _procedure_dict(procedure: Procedure) -> dict[str, Any]:
+    """A version in the compact JSON form shown to the model."""
     return {
         "name": procedure.name,
         "version": procedure.version,
@@ -25,6 +26,7 @@ def _procedure_dict(procedure: Procedure) -> dict[str, Any]:
 
 
 def _read_flow(env: ToolEnv, name: str, as_of: str | None) -> Flow[str]:
+    """The current version of ``name`` (or the one current at ``as_of``); version 0 if none."""
     skills = ProceduralMemory(env.store, namespace=env.root)
     when = parse_time(as_of, "as_of")
     found: Procedure | None
@@ -38,6 +40,7 @@ def _read_flow(env: ToolEnv, name: str, as_of: str | None) -> Flow[str]:
 
 
 def _publish_flow(env: ToolEnv, name: str, text: str, expected_version: int | None) -> Flow[str]:
+    """Publish the next version; a lost race tells the model the version to re-read and merge."""
     skills = ProceduralMemory(env.store, namespace=env.root)
     try:
         published: Procedure = yield from call(

@@ -46,6 +46,7 @@ DEFAULT_MANAGE_INSTRUCTIONS = (
 
 
 def _need_content(content: str | None, action: str) -> str:
+    """The memory text ``action`` needs, or an error the model can fix."""
     if content is None or not str(content).strip():
         raise ToolInputError(f"action {action!r} needs the memory text in 'content'")
     return content
@@ -166,6 +167,7 @@ def create_manage_memory_tool(
         )
 
     def manage(env: ToolEnv, content: str | None, action: str, memory_id: str | None) -> Flow[str]:
+        """Reject an action this tool does not permit before anything is read or written."""
         if action not in actions:
             raise ToolException(f"Invalid action {action!r}. Must be one of {list(actions)}.")
         return _manage_flow(env, content, action, memory_id)
@@ -225,7 +227,8 @@ def create_search_memory_tool(
         offset: int,
         filter: dict[str, Any] | None,
         as_of: str | None,
-    ) -> Flow[Any]:
+    ) -> Flow[str | tuple[str, list[dict[str, Any]]]]:
+        """One page of hits as JSON (and, for ``content_and_artifact``, as dicts too)."""
         hits = yield from _search_flow(env, query, limit, offset, filter, as_of)
         rows = [hit.to_dict() for hit in hits]
         return (to_json(rows), rows) if response_format == "content_and_artifact" else to_json(rows)
