@@ -32,7 +32,7 @@ def drive(steps: Generator[Request, Answer, Result], answer: Callable[[Request],
             else:
                 request = steps.send(reply)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 async def adrive(
@@ -49,4 +49,4 @@ async def adrive(
             else:
                 request = steps.send(reply)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value

@@ -147,7 +147,7 @@ class SyncStore(_Store):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._run_retrying(list(ops))  # type: ignore[no-any-return]
+        return self._run_retrying(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop is never blocked."""
@@ -300,11 +300,11 @@ class AsyncStore(_Store):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._run_retrying(list(ops))  # type: ignore[no-any-return]
+        return await self._run_retrying(list(ops))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """``abatch`` on the store's event loop, for callers in other threads."""
-        return self._sync(self.abatch(list(ops)))  # type: ignore[no-any-return]
+        return self._sync(self.abatch(list(ops)))
 
     async def aput_if_absent(
         self,
