@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from contextlib import AsyncExitStack, ExitStack
-from types import TracebackType
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -36,6 +35,11 @@ set_json_loads(load_json, _ADAPTERS)
 CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5, "context": _ADAPTERS}
 
 AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+Pooled = AbstractContextManager[psycopg.Connection[Any]]
+"""The pool's context for one of its connections (returning it to the pool on exit)."""
+AsyncPooled = AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]
+Transaction = AbstractContextManager[psycopg.Transaction]
+AsyncTransaction = AbstractAsyncContextManager[psycopg.AsyncTransaction]
 
 
 def _reconnect_kwargs(conn: Any) -> dict[str, Any]:
@@ -90,16 +94,36 @@ class Connections:
         self._lock = threading.Lock()
         self._slots = threading.Semaphore(conn.max_size if isinstance(conn, ConnectionPool) else 1)
 
-    def acquire(self, stack: ExitStack) -> psycopg.Connection[Any]:
-        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
+    def take(self) -> tuple[psycopg.Connection[Any], Pooled | None]:
+        """A connection to hold until :meth:`give_back`: pooled (with the pool's context for it),
+        or the store's own under its lock."""
         if isinstance(self.conn, ConnectionPool):
             # Queue here, without a deadline, rather than in the pool, whose wait times out.
-            stack.enter_context(self._slots)
-            return stack.enter_context(self.conn.connection())
-        stack.enter_context(self._lock)
-        if self.conn.broken or self.conn.closed:
-            self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
-        return self.conn
+            self._slots.acquire()
+            try:
+                pooled = self.conn.connection()
+                return pooled.__enter__(), pooled
+            except BaseException:
+                self._slots.release()
+                raise
+        self._lock.acquire()
+        try:
+            if self.conn.broken or self.conn.closed:
+                self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
+        except BaseException:
+            self._lock.release()
+            raise
+        return self.conn, None
+
+    def give_back(self, pooled: Pooled | None, *exc_info: Any) -> None:
+        """Release what :meth:`take` held (``exc_info``: how the session ended)."""
+        if pooled is None:
+            self._lock.release()
+            return
+        try:
+            pooled.__exit__(*exc_info)
+        finally:
+            self._slots.release()
 
 
 class AsyncConnections:
@@ -113,32 +137,52 @@ class AsyncConnections:
             conn.max_size if isinstance(conn, AsyncConnectionPool) else 1
         )
 
-    async def acquire(self, stack: AsyncExitStack) -> psycopg.AsyncConnection[Any]:
-        """A connection held until ``stack`` closes: pooled, or the store's own under its lock."""
+    async def take(self) -> tuple[psycopg.AsyncConnection[Any], AsyncPooled | None]:
+        """A connection to hold until :meth:`give_back` (see :meth:`Connections.take`)."""
         if isinstance(self.conn, AsyncConnectionPool):
             # Queue here, without a deadline, rather than in the pool, whose wait times out: many
             # concurrent tasks then take turns instead of failing with PoolTimeout.
-            await stack.enter_async_context(self._slots)
-            return await stack.enter_async_context(self.conn.connection())
-        await stack.enter_async_context(self._lock)
-        if self.conn.broken or self.conn.closed:
-            self.conn = await psycopg.AsyncConnection.connect(**_reopen_kwargs(self._reopen))
-        return self.conn
+            await self._slots.acquire()
+            try:
+                pooled = self.conn.connection()
+                return await pooled.__aenter__(), pooled
+            except BaseException:
+                self._slots.release()
+                raise
+        await self._lock.acquire()
+        try:
+            if self.conn.broken or self.conn.closed:
+                self.conn = await psycopg.AsyncConnection.connect(**_reopen_kwargs(self._reopen))
+        except BaseException:
+            self._lock.release()
+            raise
+        return self.conn, None
+
+    async def give_back(self, pooled: AsyncPooled | None, *exc_info: Any) -> None:
+        """Release what :meth:`take` held (``exc_info``: how the session ended)."""
+        if pooled is None:
+            self._lock.release()
+            return
+        try:
+            await pooled.__aexit__(*exc_info)
+        finally:
+            self._slots.release()
 
 
 class Session:
     """One plan run on a sync store: ``with`` gives the function executing one ``Round``.
 
-    A small class rather than ``@contextmanager``: no generator to create and step per plan run.
+    A small class holding the lock, connection and transaction itself: no generator to step as with
+    ``@contextmanager``, and no ``ExitStack`` (measured ~2.5 us a run, 1% of a get's round trip).
     """
 
-    __slots__ = ("_conn", "_connections", "_in_tx", "_stack")
+    __slots__ = ("_conn", "_connections", "_pooled", "_tx")
 
     def __init__(self, connections: Connections) -> None:
         self._connections = connections
         self._conn: psycopg.Connection[Any] | None = None
-        self._stack = ExitStack()
-        self._in_tx = False
+        self._pooled: Pooled | None = None
+        self._tx: Transaction | None = None
 
     def __enter__(self) -> Session:
         return self
@@ -147,10 +191,12 @@ class Session:
         """Send a round's statements in one pipeline and collect the rows of those that fetch."""
         conn = self._conn
         if conn is None:
-            conn = self._conn = self._connections.acquire(self._stack)
-        if not self._in_tx and (request.tx or not conn.autocommit):
-            self._stack.enter_context(conn.transaction())
-            self._in_tx = True
+            conn, self._pooled = self._connections.take()
+            self._conn = conn
+        if self._tx is None and (request.tx or not conn.autocommit):
+            tx = conn.transaction()
+            tx.__enter__()
+            self._tx = tx
         statements = request.statements
         if len(statements) == 1:
             (st,) = statements
@@ -165,29 +211,38 @@ class Session:
                 cursors.append(cur)
         return [cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, statements)]
 
-    def __exit__(
-        self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         """Commit (or roll back) and release the connection; report a lost connection."""
-        try:
-            self._stack.__exit__(typ, exc, tb)
-        except psycopg.OperationalError as err:
-            _raise_if_lost(self._conn, err)
-            raise
-        _raise_if_lost(self._conn, exc)
+        conn = self._conn
+        if conn is not None:
+            ended = exc_info
+            try:
+                try:
+                    if self._tx is not None:
+                        self._tx.__exit__(*exc_info)
+                except BaseException as err:  # a failed commit: release the connection for it
+                    ended = (type(err), err, err.__traceback__)
+                    raise
+                finally:
+                    self._connections.give_back(self._pooled, *ended)
+            except psycopg.OperationalError as err:
+                _raise_if_lost(conn, err)
+                raise
+        if exc_info[1] is not None:
+            _raise_if_lost(conn, exc_info[1])
 
 
 class AsyncSession:
     """One plan run on an async store: ``async with`` gives the coroutine function executing one
     ``Round`` (see :class:`Session`)."""
 
-    __slots__ = ("_conn", "_connections", "_in_tx", "_stack")
+    __slots__ = ("_conn", "_connections", "_pooled", "_tx")
 
     def __init__(self, connections: AsyncConnections) -> None:
         self._connections = connections
         self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._stack = AsyncExitStack()
-        self._in_tx = False
+        self._pooled: AsyncPooled | None = None
+        self._tx: AsyncTransaction | None = None
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -196,10 +251,12 @@ class AsyncSession:
         """Send a round's statements in one pipeline and collect the rows of those that fetch."""
         conn = self._conn
         if conn is None:
-            conn = self._conn = await self._connections.acquire(self._stack)
-        if not self._in_tx and (request.tx or not conn.autocommit):
-            await self._stack.enter_async_context(conn.transaction())
-            self._in_tx = True
+            conn, self._pooled = await self._connections.take()
+            self._conn = conn
+        if self._tx is None and (request.tx or not conn.autocommit):
+            tx = conn.transaction()
+            await tx.__aenter__()
+            self._tx = tx
         statements = request.statements
         if len(statements) == 1:
             (st,) = statements
@@ -214,13 +271,22 @@ class AsyncSession:
                 cursors.append(cur)
         return [await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, statements)]
 
-    async def __aexit__(
-        self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: Any) -> None:
         """Commit (or roll back) and release the connection; report a lost connection."""
-        try:
-            await self._stack.__aexit__(typ, exc, tb)
-        except psycopg.OperationalError as err:
-            _raise_if_lost(self._conn, err)
-            raise
-        _raise_if_lost(self._conn, exc)
+        conn = self._conn
+        if conn is not None:
+            ended = exc_info
+            try:
+                try:
+                    if self._tx is not None:
+                        await self._tx.__aexit__(*exc_info)
+                except BaseException as err:  # a failed commit: release the connection for it
+                    ended = (type(err), err, err.__traceback__)
+                    raise
+                finally:
+                    await self._connections.give_back(self._pooled, *ended)
+            except psycopg.OperationalError as err:
+                _raise_if_lost(conn, err)
+                raise
+        if exc_info[1] is not None:
+            _raise_if_lost(conn, exc_info[1])
