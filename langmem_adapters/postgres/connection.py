@@ -196,6 +196,7 @@ class Session(_Held[Connections, psycopg.Connection[Any], Pooled, Transaction]):
     __slots__ = ()
 
     def __enter__(self) -> Session:
+        """The session itself is the function executing one round (nothing is taken yet)."""
         return self
 
     def __call__(self, request: Round) -> Answer:
@@ -252,6 +253,7 @@ class AsyncSession(
     __slots__ = ()
 
     async def __aenter__(self) -> AsyncSession:
+        """The session itself is the coroutine function executing one round."""
         return self
 
     async def __call__(self, request: Round) -> Answer:

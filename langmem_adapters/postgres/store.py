@@ -82,12 +82,15 @@ class _PostgresConfig:
         self._stats = SearchStats()
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[list[Result] | bool]:
+        """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables."""
         return plan(self.tables, self.index_spec, ops, if_absent=if_absent, stats=self._stats)
 
     def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
+        """One page of ``iter_items`` (:func:`~langmem_adapters.postgres.export.items_plan`)."""
         return items_plan(self.tables, prefix, after, limit)
 
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
+        """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
         return restore_plan(self.tables, self.index_spec, records)
 
     def __repr__(self) -> str:

@@ -134,6 +134,7 @@ def test_restore_keeps_timestamps_to_the_microsecond(store: PostgresStore) -> No
     item = store.get(("ts",), "one")
     assert item is not None and item.created_at == created and item.updated_at == updated
     assert item.created_at.microsecond == 999999 and item.updated_at.microsecond == 1
+    assert store.list_namespaces(prefix=("ts",)) == [("ts",)]  # registered as a put would
 
 
 def test_expired_items_are_not_listed(store: PostgresStore) -> None:
