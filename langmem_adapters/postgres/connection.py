@@ -41,7 +41,7 @@ AsyncPooled = AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]
 Transaction = AbstractContextManager[psycopg.Transaction]
 AsyncTransaction = AbstractAsyncContextManager[psycopg.AsyncTransaction]
 Source = TypeVar("Source")
-Conn = TypeVar("Conn")
+Conn = TypeVar("Conn", bound=AnyConnection)
 Held = TypeVar("Held")
 Tx = TypeVar("Tx")
 
@@ -185,6 +185,10 @@ class _Held(Generic[Source, Conn, Held, Tx]):
         self._pooled: Held | None = None
         self._tx: Tx | None = None
 
+    def _check_lost(self, exc: BaseException) -> None:
+        """Raise ``StoreConnectionError`` when the session ended on a lost connection."""
+        _raise_if_lost(self._conn, exc)
+
 
 class Session(_Held[Connections, psycopg.Connection[Any], Pooled, Transaction]):
     """One plan run on a sync store: ``with`` gives the function executing one ``Round``.
@@ -225,23 +229,26 @@ class Session(_Held[Connections, psycopg.Connection[Any], Pooled, Transaction]):
 
     def __exit__(self, *exc_info: Any) -> None:
         """Commit (or roll back) and release the connection; report a lost connection."""
-        conn = self._conn
-        if conn is not None:
-            ended = exc_info
+        if self._conn is not None:
             try:
-                try:
-                    if self._tx is not None:
-                        self._tx.__exit__(*exc_info)
-                except BaseException as err:  # a failed commit: release the connection for it
-                    ended = (type(err), err, err.__traceback__)
-                    raise
-                finally:
-                    self._connections.give_back(self._pooled, *ended)
+                self._end(*exc_info)
             except psycopg.OperationalError as err:
-                _raise_if_lost(conn, err)
+                self._check_lost(err)
                 raise
         if exc_info[1] is not None:
-            _raise_if_lost(conn, exc_info[1])
+            self._check_lost(exc_info[1])
+
+    def _end(self, *exc_info: Any) -> None:
+        """End the transaction, then give the connection back (told of a failed commit)."""
+        tx, ended = self._tx, exc_info
+        try:
+            if tx is not None:
+                tx.__exit__(*exc_info)
+        except BaseException as err:
+            ended = (type(err), err, err.__traceback__)
+            raise
+        finally:
+            self._connections.give_back(self._pooled, *ended)
 
 
 class AsyncSession(
@@ -282,20 +289,23 @@ class AsyncSession(
 
     async def __aexit__(self, *exc_info: Any) -> None:
         """Commit (or roll back) and release the connection; report a lost connection."""
-        conn = self._conn
-        if conn is not None:
-            ended = exc_info
+        if self._conn is not None:
             try:
-                try:
-                    if self._tx is not None:
-                        await self._tx.__aexit__(*exc_info)
-                except BaseException as err:  # a failed commit: release the connection for it
-                    ended = (type(err), err, err.__traceback__)
-                    raise
-                finally:
-                    await self._connections.give_back(self._pooled, *ended)
+                await self._end(*exc_info)
             except psycopg.OperationalError as err:
-                _raise_if_lost(conn, err)
+                self._check_lost(err)
                 raise
         if exc_info[1] is not None:
-            _raise_if_lost(conn, exc_info[1])
+            self._check_lost(exc_info[1])
+
+    async def _end(self, *exc_info: Any) -> None:
+        """End the transaction, then give the connection back (told of a failed commit)."""
+        tx, ended = self._tx, exc_info
+        try:
+            if tx is not None:
+                await tx.__aexit__(*exc_info)
+        except BaseException as err:
+            ended = (type(err), err, err.__traceback__)
+            raise
+        finally:
+            await self._connections.give_back(self._pooled, *ended)
