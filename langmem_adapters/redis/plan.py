@@ -54,8 +54,9 @@ def plan(
     now_ms = now_us // 1000
     qvecs: dict[str, list[float]] = {}
     vectors = {}
-    if spec is not None:
+    if spec is not None and batch.searches:
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
+    if spec is not None and batch.writes:
         vectors = yield from embed_writes(keys, spec, batch.writes)
     ef, broad = 0, set[str]()
     if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":

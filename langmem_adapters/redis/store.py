@@ -143,7 +143,7 @@ class _RedisConfig:
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[Any]:
         """The batch plan (see :func:`langmem_adapters.redis.plan.plan`)."""
-        mode = yield from self._ready()
+        mode = self.mode if self.mode is not None else (yield from self._ready())
         return (
             yield from plan(
                 self.keys,
