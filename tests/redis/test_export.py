@@ -221,3 +221,22 @@ async def test_restoring_over_an_item_replaces_it_with_its_tokens_and_vectors(ma
         assert r.zscore(keys.zset("o"), keys.item("o", "k")) == at_ms
         if store.store.mode == "query_engine":  # the vector document expires with its item
             assert r.pexpiretime(keys.vectors("o", "k")) == at_ms
+
+
+async def test_a_restore_page_is_one_script_call(make: Any) -> None:
+    """Only the read of stored vectors (indexed store) precedes the page's one write-script call."""
+    for index in (None, hash_index(16)):
+        store = await make(index=index)
+        execute, rounds = store.store._execute, []
+
+        def spy(request: Any, execute: Any = execute, rounds: list[Any] = rounds) -> Any:
+            rounds.append(request)
+            return execute(request)
+
+        store.store._execute = spy
+        records = [_item((f"n{i % 3}",), f"k{i}", {"text": f"t {i}"}) for i in range(5)]
+        assert await store.restore(records) == 5
+        writes = [c for r in rounds for c in r.calls if c.script]
+        assert [c.script for c in writes] == ["write"]
+        assert len(rounds) == (1 if index is None else 2)
+        assert rounds[-1].calls == writes
