@@ -1,30 +1,20 @@
 """langmem_adapters: durable, fast, correct long-term memory for LangGraph agents.
 
-Stores (drop-in ``BaseStore``s), memory tiers over any store, and agent memory tools.
+Stores (drop-in ``BaseStore``s), memory tiers over any store, and agent memory tools. Every error
+the package raises subclasses :class:`LangmemAdaptersError` and is importable from here.
 """
 
+from langmem_adapters import errors
+from langmem_adapters.core.records import StoredItem
 from langmem_adapters.embeddings import HashEmbeddings
-from langmem_adapters.errors import (
-    ConcurrentWriteError,
-    EmbeddingDimensionError,
-    InvalidFilterError,
-    InvalidNamespaceError,
-    InvalidValueError,
-    NonJSONValueError,
-    StoreConnectionError,
-    StoreError,
-)
+from langmem_adapters.errors import *  # noqa: F403  (every error of the package)
 from langmem_adapters.memory import (
     Attribution,
     Episode,
     EpisodicMemory,
     Fact,
-    InvalidMemoryQueryError,
-    InvalidMemoryWriteError,
-    MemoryTypeError,
     ProceduralMemory,
     Procedure,
-    RecordNotFoundError,
     SemanticMemory,
     WorkingMemory,
     to_context,
@@ -37,8 +27,6 @@ from langmem_adapters.postgres import (
 )
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.tools import (
-    MemoryToolConfigError,
-    NamespaceTemplateError,
     create_manage_memory_tool,
     create_memory_tools,
     create_search_memory_tool,
@@ -48,29 +36,16 @@ __all__ = [
     "AsyncPostgresStore",
     "AsyncRedisStore",
     "Attribution",
-    "ConcurrentWriteError",
-    "EmbeddingDimensionError",
     "Episode",
     "EpisodicMemory",
     "Fact",
     "HashEmbeddings",
-    "InvalidFilterError",
-    "InvalidMemoryQueryError",
-    "InvalidMemoryWriteError",
-    "InvalidNamespaceError",
-    "InvalidValueError",
-    "MemoryToolConfigError",
-    "MemoryTypeError",
-    "NamespaceTemplateError",
-    "NonJSONValueError",
     "PostgresStore",
     "ProceduralMemory",
     "Procedure",
-    "RecordNotFoundError",
     "RedisStore",
     "SemanticMemory",
-    "StoreConnectionError",
-    "StoreError",
+    "StoredItem",
     "WorkingMemory",
     "create_manage_memory_tool",
     "create_memory_tools",
@@ -79,3 +54,4 @@ __all__ = [
     "embedded_store",
     "to_context",
 ]
+__all__ += errors.__all__

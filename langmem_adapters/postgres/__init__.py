@@ -3,18 +3,8 @@
 The errors a store can raise (bad input, a lost connection) are importable from here too.
 """
 
-from langmem_adapters.errors import (
-    EmbeddingDimensionError,
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    InvalidFilterError,
-    InvalidNamespaceError,
-    InvalidRecordError,
-    InvalidValueError,
-    NonJSONValueError,
-    StoreConnectionError,
-    StoreError,
-)
+from langmem_adapters.core import errors as store_errors
+from langmem_adapters.core.errors import *  # noqa: F403  (the errors a store can raise)
 from langmem_adapters.postgres.embedded import embedded_dsn, embedded_store
 from langmem_adapters.postgres.store import (
     AsyncPostgresStore,
@@ -25,19 +15,10 @@ from langmem_adapters.postgres.store import (
 
 __all__ = [
     "AsyncPostgresStore",
-    "EmbeddingDimensionError",
-    "InvalidArgumentError",
-    "InvalidArgumentTypeError",
-    "InvalidFilterError",
-    "InvalidNamespaceError",
-    "InvalidRecordError",
-    "InvalidValueError",
-    "NonJSONValueError",
     "PoolConfig",
     "PostgresIndexConfig",
     "PostgresStore",
-    "StoreConnectionError",
-    "StoreError",
     "embedded_dsn",
     "embedded_store",
 ]
+__all__ += store_errors.__all__

@@ -3,31 +3,12 @@
 The errors a store can raise (bad input, a lost connection) are importable from here too.
 """
 
-from langmem_adapters.errors import (
-    EmbeddingDimensionError,
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    InvalidFilterError,
-    InvalidNamespaceError,
-    InvalidRecordError,
-    InvalidValueError,
-    NonJSONValueError,
-    StoreConnectionError,
-    StoreError,
-)
+from langmem_adapters.core import errors as store_errors
+from langmem_adapters.core.errors import *  # noqa: F403  (the errors a store can raise)
 from langmem_adapters.redis.store import AsyncRedisStore, RedisStore
 
 __all__ = [
     "AsyncRedisStore",
-    "EmbeddingDimensionError",
-    "InvalidArgumentError",
-    "InvalidArgumentTypeError",
-    "InvalidFilterError",
-    "InvalidNamespaceError",
-    "InvalidRecordError",
-    "InvalidValueError",
-    "NonJSONValueError",
     "RedisStore",
-    "StoreConnectionError",
-    "StoreError",
 ]
+__all__ += store_errors.__all__

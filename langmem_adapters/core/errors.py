@@ -1,0 +1,28 @@
+"""The errors a store of this package can raise, re-exported (they are defined in
+:mod:`langmem_adapters.errors`) so that each backend package offers them with one star import."""
+
+from langmem_adapters.errors import (
+    EmbeddingDimensionError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidFilterError,
+    InvalidNamespaceError,
+    InvalidRecordError,
+    InvalidValueError,
+    NonJSONValueError,
+    StoreConnectionError,
+    StoreError,
+)
+
+__all__ = [
+    "EmbeddingDimensionError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
+    "InvalidFilterError",
+    "InvalidNamespaceError",
+    "InvalidRecordError",
+    "InvalidValueError",
+    "NonJSONValueError",
+    "StoreConnectionError",
+    "StoreError",
+]
