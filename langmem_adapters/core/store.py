@@ -29,11 +29,12 @@ from langgraph.store.base import (
 
 from langmem_adapters.core.drive import adrive, drive
 from langmem_adapters.core.embedding import Embed
+from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.ops import check_count, check_prefix, validate_namespace
 from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.errors import InvalidArgumentError, InvalidNamespaceError
 
 __all__ = ["AsyncStore", "Embed", "ItemsPage", "Plan", "SyncStore"]
 
@@ -80,6 +81,15 @@ class _Store(BaseStore):
         timestamps and expiry kept, vectors computed for this store's index; returns how many."""
         raise NotImplementedError
 
+    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
+        """The backend's plan counting the live items at or below ``prefix`` that match."""
+        raise NotImplementedError
+
+    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
+        """The backend's plan deleting ``prefix`` and every namespace below it, with their items,
+        vectors and bookkeeping; returns how many live items went."""
+        raise NotImplementedError
+
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
     ) -> PutOp:
@@ -116,6 +126,19 @@ def _pages(records: Iterable[StoredItem], page_size: Any) -> list[list[tuple[Sto
         raise InvalidArgumentError("page_size must be >= 1")
     checked = check_records(records)
     return [checked[i : i + page_size] for i in range(0, len(checked), page_size)]
+
+
+def _counting(prefix: Any, filter: Any) -> tuple[tuple[str, ...], tuple[Condition, ...]]:
+    """The checked arguments of ``count``: a prefix (``()``: every namespace) and its filter."""
+    return check_prefix(prefix), parse_filter(filter)
+
+
+def _deleting(prefix: Any) -> tuple[str, ...]:
+    """The checked prefix of ``delete_namespace``, which must name at least one label."""
+    checked = check_prefix(prefix)
+    if not checked:
+        raise InvalidNamespaceError("refusing to delete every namespace; pass a prefix")
+    return checked
 
 
 class SyncStore(_Store):
@@ -223,6 +246,29 @@ class SyncStore(_Store):
     async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Async twin of :meth:`restore` (in a worker thread)."""
         return await asyncio.to_thread(self.restore, list(records), page_size=page_size)
+
+    def count(
+        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """How many live items lie at or below ``namespace_prefix`` (whole labels; ``()``: every
+        namespace) and match ``filter`` (as in ``search``); expired items never count."""
+        return int(self._run(self._count_plan(*_counting(namespace_prefix, filter))))
+
+    async def acount(
+        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """Async twin of :meth:`count` (in a worker thread)."""
+        return await asyncio.to_thread(self.count, namespace_prefix, filter=filter)
+
+    def delete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
+        """Delete the namespace and every namespace below it (whole labels) with their items,
+        vectors and bookkeeping, atomically on one server; returns how many live items went.
+        An empty prefix raises ``InvalidNamespaceError``: there is no "delete everything"."""
+        return int(self._run(self._delete_namespace_plan(_deleting(namespace_prefix))))
+
+    async def adelete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
+        """Async twin of :meth:`delete_namespace` (in a worker thread)."""
+        return await asyncio.to_thread(self.delete_namespace, namespace_prefix)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
@@ -370,6 +416,26 @@ class AsyncStore(_Store):
     def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Sync twin of :meth:`arestore`, for callers in other threads."""
         return int(self._sync(self.arestore(list(records), page_size=page_size)))
+
+    async def acount(
+        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """Live items at or below ``namespace_prefix`` matching ``filter`` (see :meth:`SyncStore.count`)."""
+        return int(await self._drive(self._count_plan(*_counting(namespace_prefix, filter))))
+
+    def count(
+        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """Sync twin of :meth:`acount`, for callers in other threads."""
+        return int(self._sync(self.acount(namespace_prefix, filter=filter)))
+
+    async def adelete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
+        """Delete a namespace and everything below it (see :meth:`SyncStore.delete_namespace`)."""
+        return int(await self._drive(self._delete_namespace_plan(_deleting(namespace_prefix))))
+
+    def delete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
+        """Sync twin of :meth:`adelete_namespace`, for callers in other threads."""
+        return int(self._sync(self.adelete_namespace(namespace_prefix)))
 
     async def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None

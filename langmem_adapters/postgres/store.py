@@ -16,6 +16,7 @@ from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
@@ -27,6 +28,7 @@ from langmem_adapters.postgres.connection import (
     Session,
 )
 from langmem_adapters.postgres.export import items_plan, restore_plan
+from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.postgres.plan import plan
 from langmem_adapters.postgres.schema import Tables, check_ann, setup_plan
 from langmem_adapters.postgres.writes import sweep_plan
@@ -92,6 +94,14 @@ class _PostgresConfig:
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
         """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
         return restore_plan(self.tables, self.index_spec, records)
+
+    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
+        """``count`` (:func:`~langmem_adapters.postgres.namespaces.count_plan`)."""
+        return count_plan(self.tables, prefix, conditions)
+
+    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
+        """``delete_namespace`` (:func:`~langmem_adapters.postgres.namespaces.delete_namespace_plan`)."""
+        return delete_namespace_plan(self.tables, prefix)
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""

@@ -26,8 +26,11 @@ def _source(name: str) -> str:
 
 
 #: Script name -> Lua source: ``write`` (every write of a batch, see ``lua/write.lua``),
-#: ``register`` (cluster: namespaces first), ``read_ns`` (plain-mode reads), ``search``.
-SCRIPTS = {name: _source(name) for name in ("write", "register", "read_ns", "search")}
+#: ``register`` (cluster: namespaces first), ``read_ns`` (plain-mode reads), ``search``, and for
+#: namespace-wide operations ``drop`` (delete namespaces) and ``count`` (Query Engine counts).
+SCRIPTS = {
+    name: _source(name) for name in ("write", "register", "read_ns", "search", "drop", "count")
+}
 #: Script name -> SHA1 of its source, for ``EVALSHA``.
 SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
 

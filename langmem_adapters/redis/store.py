@@ -23,6 +23,7 @@ import redis.asyncio.cluster as acluster
 import redis.cluster
 from langgraph.store.base import IndexConfig, Op, TTLConfig
 
+from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
@@ -30,6 +31,7 @@ from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeErr
 from langmem_adapters.redis.connection import LOST, AsyncWire, Wire, lost
 from langmem_adapters.redis.export import items_plan, restore_plan
 from langmem_adapters.redis.layout import Keys, Mode
+from langmem_adapters.redis.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.redis.plan import plan
 from langmem_adapters.redis.schema import check_mode, setup_plan
 from langmem_adapters.redis.scripts import Round
@@ -165,6 +167,16 @@ class _RedisConfig:
         """One page of ``restore`` (see :func:`langmem_adapters.redis.export.restore_plan`)."""
         mode = yield from self._ready()
         return (yield from restore_plan(self.keys, mode, self.index_spec, records, self.cluster))
+
+    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
+        """``count`` (see :func:`langmem_adapters.redis.namespaces.count_plan`)."""
+        mode = yield from self._ready()
+        return (yield from count_plan(self.keys, mode, prefix, conditions))
+
+    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
+        """``delete_namespace`` (see :func:`langmem_adapters.redis.namespaces.delete_namespace_plan`)."""
+        mode = yield from self._ready()
+        return (yield from delete_namespace_plan(self.keys, mode, prefix, self.cluster))
 
 
 class RedisStore(_RedisConfig, SyncStore):
