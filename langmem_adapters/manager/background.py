@@ -1,0 +1,270 @@
+"""Deferred extraction: run a :class:`~langmem_adapters.manager.MemoryManager` after a thread
+goes quiet, debounced per thread (:mod:`langmem_adapters.manager.debounce`).
+
+:class:`BackgroundManager` runs calls on the sync APIs in worker threads;
+:class:`AsyncBackgroundManager` runs them on the async APIs as tasks of the running event loop.
+Both take ``submit(messages, config)`` from a graph node (``manager.as_node(executor=...)``) or
+anywhere, process the latest messages of each thread once the thread has been quiet for
+``delay`` seconds, keep every result and error (a failed call never stops the executor), and can
+be flushed (run everything pending now and wait) in tests and at shutdown, which flushes by
+default, so nothing submitted is lost.
+
+Restarting a wait never cancels anything: the deadline moves. Processing is owned by the
+executor, not by the run that submitted it, so cancelling that run (or the task awaiting it)
+leaves the deferred call intact; ``shutdown(wait=False)`` / ``ashutdown(wait=False)`` drop what
+is pending without raising and wait only for the calls already running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+import time
+from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.manager.actions import ManagerResult
+from langmem_adapters.manager.debounce import Debouncer, Job, job_key, portable_config
+
+if TYPE_CHECKING:
+    from langmem_adapters.manager.manager import MemoryManager
+
+__all__ = ["AsyncBackgroundManager", "BackgroundManager"]
+
+_calls = itertools.count()
+
+
+class _Ledger:
+    """What a background manager keeps of its calls: results and errors, in completion order."""
+
+    def __init__(self, manager: MemoryManager, delay: float, workers: int) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InvalidArgumentError(f"max_workers must be a positive int, got {workers!r}")
+        self.manager = manager
+        self.queue = Debouncer(delay)
+        self.workers = workers
+        self.results: list[ManagerResult] = []
+        self.errors: list[tuple[Hashable, BaseException]] = []
+        self.cancelled = 0
+        self.closed = False
+
+    def job(
+        self, input: Any, config: RunnableConfig | None, context: Any, store: BaseStore | None
+    ) -> tuple[Hashable, Job]:
+        """The key and the job of one submission (the config reduced to what outlives the run)."""
+        if self.closed:
+            raise InvalidArgumentError("this background manager was shut down")
+        kept = portable_config(config)
+        return job_key(kept, next(_calls)), Job(list(input), kept, context, store)
+
+
+class BackgroundManager(_Ledger):
+    """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
+
+    def __init__(self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4) -> None:
+        super().__init__(manager, delay, max_workers)
+        self._cond = threading.Condition()
+        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="memory-manager")
+        self._stopping = False
+        self._loop = threading.Thread(
+            target=self._schedule, name="memory-manager-debounce", daemon=True
+        )
+        self._loop.start()
+
+    def submit(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+        delay: float | None = None,
+    ) -> None:
+        """Schedule processing of ``input`` (the thread's latest messages) after the quiet delay."""
+        key, job = self.job(input, config, context, store)
+        with self._cond:
+            self.queue.submit(key, job, time.monotonic(), delay)
+            self._cond.notify_all()
+
+    def cancel(self, thread_id: str) -> bool:
+        """Drop the pending call of ``thread_id``; whether there was one."""
+        with self._cond:
+            return self.queue.cancel(("thread", str(thread_id)))
+
+    @property
+    def pending(self) -> int:
+        """Calls waiting for their delay."""
+        with self._cond:
+            return self.queue.pending
+
+    def _schedule(self) -> None:
+        """Start due calls; sleep until the next deadline or a submission."""
+        with self._cond:
+            while True:
+                for key, job in self.queue.take_due(time.monotonic()):
+                    self._pool.submit(self._run, key, job)
+                if self._stopping and self.queue.idle:
+                    return
+                deadline = self.queue.next_deadline()
+                self._cond.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def _run(self, key: Hashable, job: Job) -> None:
+        try:
+            result = self.manager.invoke(
+                job.input, job.config, context=job.context, store=job.store
+            )
+        except BaseException as exc:  # kept for the caller; the executor keeps running
+            with self._cond:
+                self.errors.append((key, exc))
+        else:
+            with self._cond:
+                self.results.append(result)
+        finally:
+            with self._cond:
+                self.queue.finish(key)
+                self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Run every pending call now and wait until none is pending or running (also calls
+        submitted meanwhile); ``False`` if ``timeout`` seconds passed first."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self.queue.idle:
+                self.queue.expedite()
+                self._cond.notify_all()
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Stop accepting calls; flush what is pending (``wait=True``) or drop it, then stop."""
+        with self._cond:
+            self.closed = True
+            if not wait:
+                self.cancelled += self.queue.cancel_all()
+        self.flush()
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._loop.join()
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> BackgroundManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+class AsyncBackgroundManager(_Ledger):
+    """Debounced extraction as tasks of the running event loop, on the async APIs (see the module
+    docstring). Submit from that loop's thread (a coroutine or an async graph node)."""
+
+    def __init__(self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4) -> None:
+        super().__init__(manager, delay, max_workers)
+        self._wake = asyncio.Event()
+        self._scheduler: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(max_workers)
+        self._settled = asyncio.Event()
+
+    def submit(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+        delay: float | None = None,
+    ) -> None:
+        """Schedule processing of ``input`` (the thread's latest messages) after the quiet delay."""
+        key, job = self.job(input, config, context, store)
+        loop = asyncio.get_running_loop()
+        self.queue.submit(key, job, loop.time(), delay)
+        if self._scheduler is None or self._scheduler.done():
+            self._scheduler = loop.create_task(self._schedule())
+        self._wake.set()
+
+    def cancel(self, thread_id: str) -> bool:
+        """Drop the pending call of ``thread_id``; whether there was one."""
+        return self.queue.cancel(("thread", str(thread_id)))
+
+    @property
+    def pending(self) -> int:
+        """Calls waiting for their delay."""
+        return self.queue.pending
+
+    async def _schedule(self) -> None:
+        """Start due calls; wait until the next deadline or a submission; end when idle."""
+        loop = asyncio.get_running_loop()
+        while not self.queue.idle:
+            for key, job in self.queue.take_due(loop.time()):
+                task = loop.create_task(self._run(key, job))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            deadline = self.queue.next_deadline()
+            self._wake.clear()
+            timeout = None if deadline is None else max(0.0, deadline - loop.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _run(self, key: Hashable, job: Job) -> None:
+        try:
+            async with self._slots:
+                result = await self.manager.ainvoke(
+                    job.input, job.config, context=job.context, store=job.store
+                )
+        except BaseException as exc:  # kept for the caller; the executor keeps running
+            self.errors.append((key, exc))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        else:
+            self.results.append(result)
+        finally:
+            self.queue.finish(key)
+            self._wake.set()
+            self._settled.set()
+
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Run every pending call now and wait until none is pending or running (also calls
+        submitted meanwhile); ``False`` if ``timeout`` seconds passed first."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while True:
+            self._settled.clear()
+            if self.queue.idle:
+                return True
+            self.queue.expedite()
+            if self._scheduler is None or self._scheduler.done():
+                self._scheduler = loop.create_task(self._schedule())
+            self._wake.set()
+            left = None if end is None else end - loop.time()
+            try:
+                await asyncio.wait_for(self._settled.wait(), left)
+            except TimeoutError:
+                return False
+
+    async def ashutdown(self, *, wait: bool = True) -> None:
+        """Stop accepting calls; flush what is pending (``wait=True``) or drop it, then stop."""
+        self.closed = True
+        if not wait:
+            self.cancelled += self.queue.cancel_all()
+        await self.aflush()
+        if self._scheduler is not None:
+            self._wake.set()
+            await self._scheduler
+
+    async def __aenter__(self) -> AsyncBackgroundManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.ashutdown()
