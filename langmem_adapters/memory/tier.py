@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.base import BaseStore, PutOp, SearchItem
 
 from langmem_adapters.errors import MemoryTypeError
 from langmem_adapters.memory.checks import validate_root
-from langmem_adapters.memory.flows import Flow, call
+from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.records import to_context
 from langmem_adapters.memory.times import to_ms, utc_now
 
@@ -118,6 +118,27 @@ class MemoryTier:
     def _now_ms(self) -> int:
         """The tier clock's current time in epoch milliseconds."""
         return to_ms(self._clock(), "clock()")
+
+    def _forget_all(self, page_size: int = 200) -> Flow[int]:
+        """Delete the tier's namespace and everything below it: one ``delete_namespace`` on a store
+        that has it (atomic), else search and delete a page at a time (one batch per page)."""
+        if hasattr(self.store, "delete_namespace"):
+            return int((yield from call(self.store, "delete_namespace", self._ns)))
+        removed = 0
+        while page := (yield from call(self.store, "search", self._ns, limit=page_size)):
+            deletes = [PutOp(tuple(item.namespace), item.key, None) for item in page]
+            yield from call(self.store, "batch", deletes)
+            removed += len(deletes)
+        return removed
+
+    def forget_all(self) -> int:
+        """Remove every record of this tier (its namespace ``(*root, label)``), whatever run,
+        thread or version wrote it; returns how many went. Other tiers and roots are untouched."""
+        return run_flow(self._forget_all())
+
+    async def aforget_all(self) -> int:
+        """Async ``forget_all``."""
+        return await arun_flow(self._forget_all())
 
     to_context = staticmethod(to_context)
 
