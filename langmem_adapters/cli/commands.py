@@ -19,6 +19,7 @@ from rich.markup import escape
 from langmem_adapters import demo
 from langmem_adapters.cli.locations import Location, open_source, open_store, parse_location
 from langmem_adapters.cli.options import (
+    FAILURE,
     USAGE,
     parse_embed,
     parse_fields,
@@ -31,7 +32,15 @@ from langmem_adapters.core.store import SyncStore
 from langmem_adapters.errors import CLIError, InvalidArgumentError
 from langmem_adapters.transfer import Checkpoint, migrate, read_items, write_items
 
-__all__ = ["cmd_demo", "cmd_export", "cmd_import", "cmd_inspect", "cmd_migrate", "cmd_sweep"]
+__all__ = [
+    "cmd_demo",
+    "cmd_export",
+    "cmd_import",
+    "cmd_inspect",
+    "cmd_migrate",
+    "cmd_purge",
+    "cmd_sweep",
+]
 
 
 def _namespace_counts(store: SyncStore) -> dict[tuple[str, ...], int]:
@@ -213,6 +222,49 @@ def cmd_sweep(args: argparse.Namespace, ctx: Ctx) -> int:
     else:
         ctx.out.print(
             f"removed {removed} expired item(s) from {escape(location.display)}", highlight=False
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- purge
+
+
+def _confirmed(ctx: Ctx, question: str) -> bool:
+    """Whether the user answers yes to ``question`` on stdin (asked on stderr)."""
+    ctx.err.print(f"{question} [y/N] ", end="", highlight=False, markup=False)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def cmd_purge(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Delete a namespace and everything below it (whole labels), after confirmation on stdin
+    unless ``--yes``; print how many items went."""
+    location = parse_location(args.url)
+    namespace = parse_namespace(args.namespace)
+    if not namespace:
+        raise CLIError("purge needs a non-empty --namespace (it never deletes everything)", USAGE)
+    name = ".".join(namespace)
+    if not args.yes and not sys.stdin.isatty():
+        raise CLIError(
+            f"refusing to purge {name!r} without confirmation: stdin is not a terminal; "
+            "pass --yes to purge without asking",
+            USAGE,
+        )
+    with open_store(location) as store:
+        if not args.yes:
+            found = store.count(namespace)
+            question = f"delete {found} item(s) in {name!r} and below from {location.display}?"
+            if not _confirmed(ctx, question):
+                ctx.err.print("aborted: nothing was deleted", highlight=False, markup=False)
+                return FAILURE
+        removed = store.delete_namespace(namespace)
+    if args.json:
+        ctx.out.print_json(
+            data={"store": location.display, "namespace": list(namespace), "removed": removed}
+        )
+    else:
+        ctx.out.print(
+            f"removed {removed} item(s) in {escape(name)} and below from {escape(location.display)}",
+            highlight=False,
         )
     return 0
 

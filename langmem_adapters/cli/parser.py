@@ -18,6 +18,7 @@ from langmem_adapters.cli.commands import (
     cmd_import,
     cmd_inspect,
     cmd_migrate,
+    cmd_purge,
     cmd_sweep,
 )
 from langmem_adapters.cli.options import FAILURE, PAGE, USAGE, first_line
@@ -120,6 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("url")
     sweep.add_argument("--json", action="store_true", help="machine-readable output")
     sweep.set_defaults(func=cmd_sweep)
+
+    purge = sub.add_parser(
+        "purge", help="delete a namespace and everything below it (asks first) and report how many"
+    )
+    purge.add_argument("url")
+    purge.add_argument(
+        "-n", "--namespace", required=True, help="namespace: users.ada or a JSON list"
+    )
+    purge.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    purge.add_argument("--json", action="store_true", help="machine-readable output")
+    purge.set_defaults(func=cmd_purge)
     return parser
 
 

@@ -6,6 +6,7 @@ Each test gets fresh databases on the test PostgreSQL, so stores never share sta
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -327,6 +328,79 @@ def test_sweep_reports_how_many_expired_items_went(run: Run, new_db: NewDB) -> N
     assert code == 0 and json.loads(out)["removed"] == 2
     code, out, _ = run("sweep", url)
     assert code == 0 and "removed 0 expired item(s)" in out
+
+
+# --------------------------------------------------------------------------- purge
+
+
+class _Tty(io.StringIO):
+    """Typed answers on a stdin that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _purge_db(new_db: NewDB) -> str:
+    url = new_db()
+    with PostgresStore.from_conn_string(url) as store:
+        store.setup()
+        for ns in [
+            ("users", "ada"),
+            ("users", "ada", "notes"),
+            ("users", "adam"),
+            ("users", "ada_"),
+        ]:
+            store.put(ns, "k", {"x": 1})
+    return url
+
+
+def _left(url: str) -> list[tuple[str, ...]]:
+    with PostgresStore.from_conn_string(url) as store:
+        return sorted(store.list_namespaces())
+
+
+def test_purge_asks_then_deletes_whole_labels_only(
+    run: Run, new_db: NewDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = _purge_db(new_db)
+    monkeypatch.setattr("sys.stdin", _Tty("n\n"))
+    code, out, err = run("purge", url, "-n", "users.ada")
+    assert code == 1 and "delete 2 item(s) in 'users.ada'" in err and "nothing was deleted" in err
+    assert len(_left(url)) == 4
+    monkeypatch.setattr("sys.stdin", _Tty("yes\n"))
+    code, out, err = run("purge", url, "-n", "users.ada")
+    assert code == 0, err
+    assert "removed 2 item(s) in users.ada" in out
+    assert _left(url) == [("users", "ada_"), ("users", "adam")]
+
+
+def test_purge_without_a_tty_needs_yes(run: Run, new_db: NewDB) -> None:
+    url = _purge_db(new_db)
+    code, out, err = run("purge", url, "-n", "users.ada")  # pytest's stdin is not a terminal
+    assert code == 2 and "refusing to purge 'users.ada' without confirmation" in err
+    assert len(_left(url)) == 4
+    code, out, err = run("purge", url, "-n", '["users", "adam"]', "--yes", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["namespace"], report["removed"]) == (["users", "adam"], 1)
+    assert ("users", "adam") not in _left(url)
+    code, out, err = run("purge", url, "--yes")
+    assert code == 2 and "--namespace" in err
+
+
+def test_purge_on_redis(run: Run) -> None:
+    url = _redis(True)
+    code, out, err = run("import", url, "--input", "/dev/null")
+    assert code == 0, err
+    from langmem_adapters.cli.locations import open_store, parse_location
+
+    with open_store(parse_location(url)) as store:
+        store.put(("t", "a"), "k", {"x": 1})
+        store.put(("t", "ab"), "k", {"x": 1})
+    code, out, err = run("purge", url, "-n", "t.a", "--yes")
+    assert code == 0 and "removed 1 item(s) in t.a" in out, err
+    with open_store(parse_location(url)) as store:
+        assert store.list_namespaces() == [("t", "ab")]
 
 
 # --------------------------------------------------------------------------- user mistakes
