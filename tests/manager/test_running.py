@@ -1,0 +1,213 @@
+"""Where the manager runs: a LangGraph node (hot path or deferred), and the background
+executors' debounce (100 threads x 5 rapid messages), flush and shutdown, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.store.base import BaseStore
+
+from langmem_adapters.manager import (
+    AsyncBackgroundManager,
+    BackgroundManager,
+    MemoryManager,
+    ScriptedMemoryModel,
+    last_user_text,
+)
+from langmem_adapters.memory import SemanticMemory
+from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.manager.helpers import run
+
+
+class Ctx(TypedDict):
+    user_id: int
+
+
+def remember_last(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Store the newest user message as a fact."""
+    return [{"action": "create", "text": f"said: {last_user_text(data)}"}]
+
+
+@pytest.fixture(params=["sync", "async"])
+def use_async(request: pytest.FixtureRequest) -> bool:
+    return request.param == "async"
+
+
+@pytest.fixture
+async def store(
+    use_async: bool, make_store: StoreFactory, make_astore: AsyncStoreFactory
+) -> BaseStore:
+    return await make_astore(index=hash_index()) if use_async else make_store(index=hash_index())
+
+
+def graph(manager: MemoryManager, store: BaseStore, **node: Any) -> Any:
+    builder = StateGraph(MessagesState, context_schema=Ctx)
+    builder.add_node("remember", manager.as_node(**node))
+    builder.add_edge(START, "remember")
+    return builder.compile(checkpointer=InMemorySaver(), store=store)
+
+
+async def test_node_in_the_hot_path(store: BaseStore, use_async: bool) -> None:
+    model = ScriptedMemoryModel(script=remember_last)
+    manager = MemoryManager(model, namespace=("memories", "{user_id}"))  # store from the graph
+    app = graph(manager, store)
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    for text in ("I like tea", "I like chess"):
+        state = {"messages": [HumanMessage(text)]}
+        if use_async:
+            await app.ainvoke(state, config, context={"user_id": 7})
+        else:
+            app.invoke(state, config, context={"user_id": 7})
+    # The checkpointer accumulates the thread: each run processes only its new message.
+    assert model.calls == 2
+    assert [len(d["conversation"]) for d in model.seen] == [1, 2]
+    tier = SemanticMemory(store, namespace=("memories", "7"))
+    texts = {f.text for f in await run(tier, "recall", None, use_async=use_async)}
+    assert texts == {"said: I like tea", "said: I like chess"}
+
+
+async def test_deferred_node_processes_after_the_thread_goes_quiet(
+    store: BaseStore, use_async: bool
+) -> None:
+    model = ScriptedMemoryModel(script=remember_last)
+    manager = MemoryManager(model, namespace=("memories", "{user_id}"))
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    if use_async:
+        executor: Any = AsyncBackgroundManager(manager, delay=0.2)
+        app = graph(manager, store, executor=executor)
+        for text in ("one", "two", "three"):
+            await app.ainvoke({"messages": [HumanMessage(text)]}, config, context={"user_id": 7})
+        assert model.calls == 0  # nothing in the hot path
+        await asyncio.sleep(0.6)
+        assert model.calls == 1
+        await executor.ashutdown()
+    else:
+        executor = BackgroundManager(manager, delay=0.2)
+        app = graph(manager, store, executor=executor)
+        for text in ("one", "two", "three"):
+            app.invoke({"messages": [HumanMessage(text)]}, config, context={"user_id": 7})
+        assert model.calls == 0
+        time.sleep(0.6)
+        assert model.calls == 1
+        executor.shutdown()
+    # One extraction, of the final state: all three turns, the newest being "three".
+    assert [t["content"] for t in model.seen[0]["conversation"]] == ["one", "two", "three"]
+    assert not executor.errors
+
+
+THREADS, MESSAGES, DELAY = 100, 5, 0.3
+
+
+def conversation(thread: int, upto: int) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"thread {thread} message {i}"} for i in range(upto + 1)]
+
+
+def check_one_final_extraction_per_thread(model: ScriptedMemoryModel, results: list[Any]) -> None:
+    assert model.calls == THREADS
+    newest = Counter(last_user_text(d) for d in model.seen)
+    assert newest == Counter(f"thread {t} message {MESSAGES - 1}" for t in range(THREADS))
+    assert sorted(r.thread_id for r in results) == sorted(f"t{t}" for t in range(THREADS))
+
+
+async def test_background_debounce_100_threads(store: BaseStore, use_async: bool) -> None:
+    model = ScriptedMemoryModel(script=remember_last)
+    manager = MemoryManager(model, namespace=("memories", "{thread_id}"), store=store)
+    if use_async:
+        executor: Any = AsyncBackgroundManager(manager, delay=DELAY)
+    else:
+        executor = BackgroundManager(manager, delay=DELAY)
+    for i in range(MESSAGES):  # rapid: all 5 rounds well within one delay
+        for t in range(THREADS):
+            executor.submit(conversation(t, i), {"configurable": {"thread_id": f"t{t}"}})
+        if use_async:
+            await asyncio.sleep(0.01)
+    assert model.calls == 0
+    deadline = time.monotonic() + 30
+    while len(executor.results) < THREADS and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(2 * DELAY)  # nothing more comes after the debounce
+    check_one_final_extraction_per_thread(model, executor.results)
+    assert not executor.errors and executor.pending == 0
+    if use_async:
+        await executor.ashutdown()
+    else:
+        executor.shutdown()
+
+
+async def test_shutdown_flushes_so_nothing_is_lost(store: BaseStore, use_async: bool) -> None:
+    model = ScriptedMemoryModel(script=remember_last)
+    manager = MemoryManager(model, namespace=("memories", "{thread_id}"), store=store)
+    if use_async:
+        executor: Any = AsyncBackgroundManager(manager, delay=60)
+    else:
+        executor = BackgroundManager(manager, delay=60)
+    for i in range(MESSAGES):
+        for t in range(THREADS):
+            executor.submit(conversation(t, i), {"configurable": {"thread_id": f"t{t}"}})
+    assert executor.pending == THREADS
+    if use_async:
+        await executor.ashutdown()
+    else:
+        executor.shutdown()
+    check_one_final_extraction_per_thread(model, executor.results)
+    tier = SemanticMemory(store, namespace=("memories", "t3"))
+    assert [f.text for f in await run(tier, "recall", None, use_async=use_async)] == [
+        "said: thread 3 message 4"
+    ]
+
+
+def test_cancel_and_drop_without_errors() -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    model = ScriptedMemoryModel(script=remember_last)
+    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
+    executor = BackgroundManager(manager, delay=60)
+    executor.submit(conversation(1, 0), {"configurable": {"thread_id": "a"}})
+    executor.submit(conversation(2, 0), {"configurable": {"thread_id": "b"}})
+    assert executor.cancel("a") and not executor.cancel("a")
+    executor.shutdown(wait=False)
+    assert (executor.cancelled, model.calls, executor.errors) == (1, 0, [])
+
+
+async def test_async_executor_survives_cancelled_submitters() -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    model = ScriptedMemoryModel(script=remember_last)
+    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
+    executor = AsyncBackgroundManager(manager, delay=0.05)
+
+    async def submitter() -> None:
+        executor.submit(conversation(1, 0), {"configurable": {"thread_id": "a"}})
+        await asyncio.sleep(10)
+
+    task = asyncio.create_task(submitter())
+    await asyncio.sleep(0.01)
+    task.cancel()  # the run that submitted is cancelled: the deferred call still happens
+    assert await executor.aflush(timeout=5)
+    await executor.ashutdown()
+    assert model.calls == 1 and not executor.errors
+
+
+def test_failed_calls_are_kept_and_do_not_stop_the_executor() -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    def flaky(data: dict[str, Any]) -> list[dict[str, Any]]:
+        if "boom" in last_user_text(data):
+            raise RuntimeError("model down")
+        return remember_last(data)
+
+    model = ScriptedMemoryModel(script=flaky)
+    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
+    with BackgroundManager(manager, delay=0.01) as executor:
+        executor.submit([{"role": "user", "content": "boom"}], {"configurable": {"thread_id": "a"}})
+        executor.submit([{"role": "user", "content": "fine"}], {"configurable": {"thread_id": "b"}})
+        assert executor.flush(timeout=5)
+    assert [str(e) for _, e in executor.errors] == ["model down"]
+    assert len(executor.results) == 1
