@@ -29,6 +29,7 @@ __all__ = [
     "NamespaceTemplateError",
     "NonJSONValueError",
     "RecordNotFoundError",
+    "ServerConfigError",
     "StoreConnectionError",
     "StoreError",
 ]
@@ -135,3 +136,11 @@ class CLIError(LangmemAdaptersError):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+# --------------------------------------------------------------------------- LangGraph server
+
+
+class ServerConfigError(LangmemAdaptersError, ValueError):
+    """An environment variable of :func:`langmem_adapters.server.generate_store` has a bad value; the
+    message names the variable, and the server fails at start instead of serving a wrong store."""

@@ -81,10 +81,13 @@ def parse_fields(text: str | None) -> list[str] | None:
     return [f.strip() for f in text.split(",") if f.strip()] if text else None
 
 
-def parse_embed(spec: str | None, fields: Sequence[str] | None = None) -> dict[str, Any] | None:
+def parse_embed(
+    spec: str | None, fields: Sequence[str] | None = None, *, option: str = "--embed"
+) -> dict[str, Any] | None:
     """``--embed``: ``none``, ``hash`` / ``hash:DIMS`` (offline) or ``provider:model`` (LangChain).
 
-    Returns an IndexConfig for the store, or ``None`` for no index.
+    Returns an IndexConfig for the store, or ``None`` for no index. ``option`` is the name messages
+    give the value (the server's ``LANGMEM_EMBED`` variable reuses this parser).
     """
     if spec is None or spec == "none":
         return None
@@ -92,16 +95,16 @@ def parse_embed(spec: str | None, fields: Sequence[str] | None = None) -> dict[s
     if spec == "hash" or spec.startswith("hash:"):
         dims_text = spec[5:] or "64"
         if not dims_text.isdigit() or int(dims_text) <= 0:
-            raise CLIError(f"--embed hash:DIMS needs a positive integer, got {spec!r}", USAGE)
+            raise CLIError(f"{option} hash:DIMS needs a positive integer, got {spec!r}", USAGE)
         embeddings = HashEmbeddings(int(dims_text))
         dims = int(dims_text)
     else:
         if ":" not in spec:
             raise CLIError(
-                f"--embed must be none, hash[:DIMS] or provider:model, got {spec!r}", USAGE
+                f"{option} must be none, hash[:DIMS] or provider:model, got {spec!r}", USAGE
             )
         embeddings, dims = _from_langchain(
-            lambda: _init_embeddings(spec), f"--embed {spec}", "embeddings", spec
+            lambda: _init_embeddings(spec), f"{option} {spec}", "embeddings", spec
         )
     return {"dims": dims, "embed": embeddings, "fields": list(fields or ["$"])}
 

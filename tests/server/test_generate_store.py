@@ -1,0 +1,157 @@
+"""``langmem_adapters.server`` without the LangGraph server: the variables' parsing (a bad value names
+its variable) and ``generate_store``'s start and stop on the test Postgres and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+import langmem_adapters
+from langmem_adapters import server
+from langmem_adapters.embeddings import HashEmbeddings
+from langmem_adapters.errors import LangmemAdaptersError, ServerConfigError
+from langmem_adapters.postgres import AsyncPostgresStore
+from langmem_adapters.server import ServerSettings, generate_store
+from tests import servers
+from tests.server.support import drop_tables, postgres_rows, store_url
+
+
+def test_defaults_are_the_embedded_store_without_index_or_ttl() -> None:
+    settings = ServerSettings.from_env({})
+    assert settings.location.kind == "postgres"
+    assert settings.location.data_dir is not None
+    assert (settings.index, settings.ttl, settings.sweep_minutes) == (None, None, None)
+    # An empty variable counts as unset.
+    assert ServerSettings.from_env({"LANGMEM_STORE_URL": "", "LANGMEM_EMBED": ""}) == settings
+
+
+def test_values_are_parsed_as_the_cli_parses_them(tmp_path: Path) -> None:
+    settings = ServerSettings.from_env(
+        {
+            "LANGMEM_STORE_URL": f"embedded:{tmp_path}",
+            "LANGMEM_EMBED": "hash:32",
+            "LANGMEM_INDEX_FIELDS": "text, tags[*]",
+            "LANGMEM_TTL_MINUTES": "90",
+            "LANGMEM_SWEEP_MINUTES": "0.5",
+        }
+    )
+    assert settings.location.data_dir == tmp_path
+    assert settings.index is not None
+    assert settings.index["dims"] == 32
+    assert isinstance(settings.index["embed"], HashEmbeddings)
+    assert settings.index["fields"] == ["text", "tags[*]"]
+    assert settings.ttl == {"default_ttl": 90.0}
+    assert settings.sweep_minutes == 0.5
+
+    pg = ServerSettings.from_env({"LANGMEM_STORE_URL": "postgresql://u:pw@db/app?table_prefix=mem"})
+    assert (pg.location.kind, pg.location.table_prefix) == ("postgres", "mem")
+    assert "pw" not in pg.location.display
+    rs = ServerSettings.from_env({"LANGMEM_STORE_URL": "rediss://cache:6380/1?prefix=agent"})
+    assert (rs.location.kind, rs.location.table_prefix) == ("redis", "agent")
+    assert ServerSettings.from_env({"LANGMEM_EMBED": "none"}).index is None
+
+
+@pytest.mark.parametrize(
+    ("variables", "named", "says"),
+    [
+        ({"LANGMEM_STORE_URL": "mysql://db/app"}, "LANGMEM_STORE_URL", "unsupported store URL"),
+        (
+            {"LANGMEM_STORE_URL": "postgresql://db/app?table_prefix=1bad"},
+            "LANGMEM_STORE_URL",
+            "table_prefix",
+        ),
+        ({"LANGMEM_STORE_URL": "official+redis://cache"}, "LANGMEM_STORE_URL", "can only be read"),
+        ({"LANGMEM_EMBED": "hash:0"}, "LANGMEM_EMBED", "positive integer"),
+        ({"LANGMEM_EMBED": "hash:many"}, "LANGMEM_EMBED", "positive integer"),
+        ({"LANGMEM_EMBED": "ada-002"}, "LANGMEM_EMBED", "provider:model"),
+        ({"LANGMEM_INDEX_FIELDS": "text"}, "LANGMEM_INDEX_FIELDS", "LANGMEM_EMBED"),
+        (
+            {"LANGMEM_INDEX_FIELDS": "text", "LANGMEM_EMBED": "none"},
+            "LANGMEM_INDEX_FIELDS",
+            "no embedder",
+        ),
+        ({"LANGMEM_TTL_MINUTES": "soon"}, "LANGMEM_TTL_MINUTES", "'soon'"),
+        ({"LANGMEM_TTL_MINUTES": "0"}, "LANGMEM_TTL_MINUTES", "positive number"),
+        ({"LANGMEM_TTL_MINUTES": "-5"}, "LANGMEM_TTL_MINUTES", "positive number"),
+        ({"LANGMEM_TTL_MINUTES": "inf"}, "LANGMEM_TTL_MINUTES", "positive number"),
+        ({"LANGMEM_SWEEP_MINUTES": "nan"}, "LANGMEM_SWEEP_MINUTES", "positive number"),
+        ({"LANGMEM_SWEEP_MINUTES": "5m"}, "LANGMEM_SWEEP_MINUTES", "'5m'"),
+    ],
+)
+def test_a_bad_value_names_its_variable(variables: dict[str, str], named: str, says: str) -> None:
+    with pytest.raises(ServerConfigError) as raised:
+        ServerSettings.from_env(variables)
+    message = str(raised.value)
+    assert message.startswith(named), message
+    assert says in message
+    assert "--embed" not in message  # the CLI's option names do not leak into the server's messages
+
+
+def test_the_error_is_ours_a_value_error_and_importable_where_raised() -> None:
+    assert issubclass(ServerConfigError, LangmemAdaptersError)
+    assert issubclass(ServerConfigError, ValueError)
+    assert server.ServerConfigError is langmem_adapters.ServerConfigError is ServerConfigError
+
+
+async def test_a_bad_variable_fails_on_entering(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANGMEM_STORE_URL", servers.redis_url(modules=True))
+    monkeypatch.setenv("LANGMEM_SWEEP_MINUTES", "-1")
+    with pytest.raises(ServerConfigError, match="LANGMEM_SWEEP_MINUTES"):
+        async with generate_store():
+            pytest.fail("a store was yielded despite a bad variable")
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+async def test_generate_store_sets_up_sweeps_and_closes(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prefix = f"gen{uuid.uuid4().hex[:10]}"
+    url = store_url(backend, prefix)
+    for name, value in {
+        "LANGMEM_STORE_URL": url,
+        "LANGMEM_EMBED": "hash:16",
+        "LANGMEM_INDEX_FIELDS": "text",
+        "LANGMEM_TTL_MINUTES": "30",
+        "LANGMEM_SWEEP_MINUTES": "0.01",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    try:
+        await _check_generated_store(backend, prefix)
+    finally:
+        if backend == "postgres":
+            drop_tables(prefix)
+
+
+async def _check_generated_store(backend: str, prefix: str) -> None:
+    async with generate_store() as store:
+        expected = "AsyncPostgresStore" if backend == "postgres" else "AsyncRedisStore"
+        assert type(store).__name__ == expected
+        assert store.ttl_config == {"default_ttl": 30.0}
+        sweeper = await store.start_ttl_sweeper()  # already running: the same task comes back
+        assert not sweeper.done()
+        await store.aput(("docs",), "a", {"text": "the sweeper runs", "other": "not embedded"})
+        await store.aput(("docs",), "gone", {"text": "short-lived"}, ttl=0.005)  # 0.3 s
+        if backend == "postgres":
+            assert postgres_rows(prefix, "gone") == 1
+            deadline = time.monotonic() + 20
+            while postgres_rows(prefix, "gone") and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)  # sweeps every 0.6 s
+            assert postgres_rows(prefix, "gone") == 0  # deleted by a sweep, not only hidden
+        else:
+            await asyncio.sleep(1.5)  # two sweeps at 0.6 s drop the expired item's index entries
+        (hit,) = await store.asearch(("docs",), query="the sweeper runs")
+        assert hit.key == "a"  # live items stay
+        assert hit.score is not None and hit.score > 0.99  # set up with an index on "text"
+        (record,) = [r async for r in store.aiter_items(("docs",))]
+        assert record.ttl_minutes == 30.0  # LANGMEM_TTL_MINUTES is the default TTL
+        pool = store.conn if isinstance(store, AsyncPostgresStore) else None
+    assert sweeper.done()
+    if backend == "postgres":
+        assert isinstance(pool, AsyncConnectionPool)
+        assert pool.closed
