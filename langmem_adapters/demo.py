@@ -38,6 +38,8 @@ from rich.table import Table
 from langmem_adapters.memory import SemanticMemory
 
 __all__ = [
+    "BACKGROUND_FACTS",
+    "BACKGROUND_TURNS",
     "ROOT",
     "SCRIPT",
     "SCRIPTED_LABEL",
@@ -48,6 +50,7 @@ __all__ = [
     "Step",
     "build_agent",
     "clear",
+    "run_background_step",
     "run_demo",
     "show_memory",
     "show_step",
@@ -286,6 +289,68 @@ def run_demo(
             show_step(out, message, calls)
     out.print()
     show_memory(out, SemanticMemory(store, namespace=(*ROOT, USER)))
+    run_background_step(store, model, out)
+
+
+# --------------------------------------------------------------------------- background extraction
+
+BACKGROUND_TURNS: list[str] = [
+    "By the way, I've started learning the cello.",
+    "Oh, and I'm vegetarian now.",
+    "Thanks, that's all for today!",
+]
+"""A last thread with no memory tool calls: the memory manager extracts from it afterwards."""
+
+BACKGROUND_FACTS: dict[str, str] = {
+    "cello": "Ada is learning the cello",
+    "vegetarian": "Ada is vegetarian",
+}
+"""What the scripted memory model extracts from :data:`BACKGROUND_TURNS` (by keyword)."""
+
+
+def _extract(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scripted memory model: one fact per known keyword in the new user turns."""
+    new = " ".join(t["content"] for t in data.get("conversation", []) if t.get("new"))
+    return [{"action": "create", "text": f} for k, f in BACKGROUND_FACTS.items() if k in new]
+
+
+def run_background_step(store: BaseStore, model: BaseChatModel, out: Console) -> None:
+    """A thread whose memories are extracted in the background by the memory manager: each
+    message restarts the debounce, and one extraction of the final state runs once the thread is
+    quiet (flushed here at shutdown). A scripted demo model gets a scripted memory model."""
+    from langmem_adapters.manager import BackgroundManager, MemoryManager, ScriptedMemoryModel
+
+    extractor = (
+        ScriptedMemoryModel(script=_extract) if isinstance(model, ScriptedChatModel) else model
+    )
+    manager = MemoryManager(extractor, namespace=(*ROOT, "{user_id}"), store=store)
+    config: RunnableConfig = {"configurable": {"thread_id": "5-background", "user_id": USER}}
+    out.print("\n[bold]thread 5-background[/] [dim](no memory tools: extraction afterwards)[/]")
+    messages: list[BaseMessage] = []
+    with BackgroundManager(manager, delay=0.5) as executor:
+        for text in BACKGROUND_TURNS:
+            messages += [HumanMessage(text), AIMessage("Noted!")]
+            out.print(f"  [magenta]user[/]   {escape(text)}", highlight=False)
+            executor.submit(list(messages), config)
+        out.print(
+            f"  [dim]memory manager: {executor.pending} thread queued (each message restarted "
+            "its 0.5 s wait); shutting down flushes it[/]"
+        )
+    calls = sum(r.model_calls for r in executor.results)
+    out.print(
+        f"  [cyan]memory manager[/] ran {len(executor.results)} extraction "
+        f"({calls} model call) on the final state of the thread",
+        highlight=False,
+    )
+    for result in executor.results:
+        for outcome in result.outcomes:
+            text = getattr(outcome.record, "text", None) or outcome.action
+            out.print(
+                f"         [green]extracted ({escape(outcome.status)}):[/] {escape(str(text))}",
+                highlight=False,
+            )
+    for _, error in executor.errors:
+        out.print(f"         [red]extraction failed: {escape(str(error))}[/]", highlight=False)
 
 
 # --------------------------------------------------------------------------- rendering
