@@ -33,12 +33,15 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import cast
 
+import psycopg
+import redis
+import redis.asyncio as aredis
 from langgraph.store.base import IndexConfig, TTLConfig
 from psycopg.conninfo import make_conninfo
 
 from langmem_adapters.cli.locations import Location, parse_location
-from langmem_adapters.cli.options import CONNECT_TIMEOUT, parse_embed, parse_fields
-from langmem_adapters.errors import CLIError, ServerConfigError
+from langmem_adapters.cli.options import CONNECT_TIMEOUT, first_line, parse_embed, parse_fields
+from langmem_adapters.errors import CLIError, ServerConfigError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore
 from langmem_adapters.redis import AsyncRedisStore
 
@@ -137,7 +140,8 @@ async def generate_store() -> AsyncIterator[AsyncPostgresStore | AsyncRedisStore
     ``"store": {"path": "langmem_adapters.server.generate_store"}`` names it.
 
     At start: reads the variables (see the module docstring), starts the embedded PostgreSQL if the
-    URL asks for it, opens an ``AsyncPostgresStore`` on a connection pool (or an ``AsyncRedisStore``),
+    URL asks for it, connects once (an unreachable server raises ``StoreConnectionError`` at once),
+    opens an ``AsyncPostgresStore`` on a connection pool (or an ``AsyncRedisStore``),
     runs ``setup()`` and starts the store's TTL sweeper (the server runs none for a custom store;
     items put with a ``ttl`` through the API expire even without ``LANGMEM_TTL_MINUTES``). At exit:
     stops the sweeper and closes the pool or client.
@@ -154,22 +158,43 @@ async def generate_store() -> AsyncIterator[AsyncPostgresStore | AsyncRedisStore
 
 @asynccontextmanager
 async def _open(settings: ServerSettings) -> AsyncIterator[AsyncPostgresStore | AsyncRedisStore]:
-    """The async store at the settings' location (the embedded server started in a worker thread:
-    it blocks, and the server's event loop must not)."""
+    """The async store at the settings' location, after one test connection (the embedded server is
+    started in a worker thread: it blocks, and the server's event loop must not)."""
     location = settings.location
     if location.kind == "redis":
+        await _reachable(location, location.url)
         async with AsyncRedisStore.from_conn_string(
             location.url, index=settings.index, ttl=settings.ttl, prefix=location.table_prefix
         ) as redis_store:
             yield redis_store
         return
     with _naming(STORE_URL):
-        dsn = await asyncio.to_thread(location.dsn)
+        dsn = make_conninfo(await asyncio.to_thread(location.dsn), connect_timeout=CONNECT_TIMEOUT)
+    await _reachable(location, dsn)
     async with AsyncPostgresStore.from_conn_string(
-        make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT),
+        dsn,
         index=settings.index,  # type: ignore[arg-type]
         ttl=settings.ttl,
         pool_config={"min_size": 1, "max_size": POOL_MAX_SIZE},
         table_prefix=location.table_prefix,
     ) as pg_store:
         yield pg_store
+
+
+async def _reachable(location: Location, target: str) -> None:
+    """Connect once and hang up, so an unreachable or refusing server fails the start at once with
+    its reason (a pool would retry in the background until its timeout)."""
+    try:
+        if location.kind == "redis":
+            client = aredis.Redis.from_url(target, socket_connect_timeout=CONNECT_TIMEOUT)
+            try:
+                await client.ping()
+            finally:
+                await client.aclose()
+        else:
+            conn = await psycopg.AsyncConnection.connect(target)
+            await conn.close()
+    except (OSError, psycopg.Error, redis.RedisError) as exc:
+        raise StoreConnectionError(
+            f"{STORE_URL}: cannot connect to {location.display}: {first_line(exc)}"
+        ) from None

@@ -1,11 +1,20 @@
-"""What the server tests share: a test server's store URL with a fresh prefix, and dropping the
-Postgres tables of that prefix afterwards."""
+"""What the server tests share: a free loopback port, a test server's store URL with a fresh prefix,
+and the Postgres tables of that prefix (counting rows, dropping them afterwards)."""
 
 from __future__ import annotations
+
+import socket
 
 import psycopg
 
 from tests import servers
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on (until someone binds it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def store_url(backend: str, prefix: str) -> str:

@@ -14,11 +14,11 @@ from psycopg_pool import AsyncConnectionPool
 import langmem_adapters
 from langmem_adapters import server
 from langmem_adapters.embeddings import HashEmbeddings
-from langmem_adapters.errors import LangmemAdaptersError, ServerConfigError
+from langmem_adapters.errors import LangmemAdaptersError, ServerConfigError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore
 from langmem_adapters.server import ServerSettings, generate_store
 from tests import servers
-from tests.server.support import drop_tables, postgres_rows, store_url
+from tests.server.support import drop_tables, free_port, postgres_rows, store_url
 
 
 def test_defaults_are_the_embedded_store_without_index_or_ttl() -> None:
@@ -104,6 +104,21 @@ async def test_a_bad_variable_fails_on_entering(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(ServerConfigError, match="LANGMEM_SWEEP_MINUTES"):
         async with generate_store():
             pytest.fail("a store was yielded despite a bad variable")
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "redis"])
+async def test_an_unreachable_server_fails_at_once_naming_the_variable(
+    scheme: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGMEM_STORE_URL", f"{scheme}://user:hunter2@127.0.0.1:{free_port()}/0")
+    started = time.monotonic()
+    with pytest.raises(StoreConnectionError) as raised:
+        async with generate_store():
+            pytest.fail("a store was yielded for a server that is not there")
+    assert time.monotonic() - started < 10  # not a pool's 30 s timeout
+    message = str(raised.value)
+    assert message.startswith("LANGMEM_STORE_URL: cannot connect to")
+    assert "hunter2" not in message
 
 
 @pytest.mark.parametrize("backend", ["postgres", "redis"])

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ from langgraph_sdk import get_client
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
 from tests import servers
-from tests.server.support import drop_tables, store_url
+from tests.server.support import drop_tables, free_port, store_url
 
 DOCS = Path(__file__).parents[2] / "docs" / "server.md"
 START_TIMEOUT = 120.0
@@ -82,12 +81,6 @@ def _documented_store_path() -> str:
     return match.group(1)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _project(directory: Path) -> Path:
     """A LangGraph project: the graph module and a ``langgraph.json`` using our store."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -135,7 +128,7 @@ def _tail(log: Path, lines: int = 40) -> str:
 def _start(project: Path, variables: dict[str, str]) -> tuple[subprocess.Popen[bytes], str, Path]:
     """Start ``langgraph dev`` in ``project`` on a free port, in its own process group, logging to a
     file; returns the process, its URL and the log."""
-    port = _free_port()
+    port = free_port()
     log = project / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
