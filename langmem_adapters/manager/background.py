@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
@@ -64,6 +65,45 @@ class _Ledger:
         kept = portable_config(config)
         return job_key(kept, next(_calls)), Job(list(input), kept, context, store)
 
+    def submit(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+        delay: float | None = None,
+    ) -> None:
+        """Schedule processing of ``input`` (the thread's latest messages) after the quiet delay
+        (``delay`` overrides the executor's for this submission)."""
+        key, job = self.job(input, config, context, store)
+        with self.guard:
+            self.queue.submit(key, job, self.now(), delay)
+            self.wake()
+
+    def cancel(self, thread_id: str) -> bool:
+        """Drop the pending call of ``thread_id``; whether there was one."""
+        with self.guard:
+            return self.queue.cancel(("thread", str(thread_id)))
+
+    @property
+    def pending(self) -> int:
+        """Calls waiting for their delay."""
+        with self.guard:
+            return self.queue.pending
+
+    @property
+    def guard(self) -> AbstractContextManager[Any]:
+        """What serialises access to the queue (a lock, or nothing on one event loop)."""
+        return nullcontext()
+
+    def now(self) -> float:
+        """The driver's clock, in seconds."""
+        return time.monotonic()
+
+    def wake(self) -> None:
+        """Tell the scheduler the queue changed (called under ``guard``)."""
+
 
 class BackgroundManager(_Ledger):
     """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
@@ -78,31 +118,14 @@ class BackgroundManager(_Ledger):
         )
         self._loop.start()
 
-    def submit(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        *,
-        context: Any = None,
-        store: BaseStore | None = None,
-        delay: float | None = None,
-    ) -> None:
-        """Schedule processing of ``input`` (the thread's latest messages) after the quiet delay."""
-        key, job = self.job(input, config, context, store)
-        with self._cond:
-            self.queue.submit(key, job, time.monotonic(), delay)
-            self._cond.notify_all()
-
-    def cancel(self, thread_id: str) -> bool:
-        """Drop the pending call of ``thread_id``; whether there was one."""
-        with self._cond:
-            return self.queue.cancel(("thread", str(thread_id)))
-
     @property
-    def pending(self) -> int:
-        """Calls waiting for their delay."""
-        with self._cond:
-            return self.queue.pending
+    def guard(self) -> AbstractContextManager[Any]:
+        """The condition the scheduler and the workers share."""
+        return self._cond
+
+    def wake(self) -> None:
+        """Wake the scheduler (the caller holds the condition)."""
+        self._cond.notify_all()
 
     def _schedule(self) -> None:
         """Start due calls; sleep until the next deadline or a submission."""
@@ -177,31 +200,15 @@ class AsyncBackgroundManager(_Ledger):
         self._slots = asyncio.Semaphore(max_workers)
         self._settled = asyncio.Event()
 
-    def submit(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        *,
-        context: Any = None,
-        store: BaseStore | None = None,
-        delay: float | None = None,
-    ) -> None:
-        """Schedule processing of ``input`` (the thread's latest messages) after the quiet delay."""
-        key, job = self.job(input, config, context, store)
-        loop = asyncio.get_running_loop()
-        self.queue.submit(key, job, loop.time(), delay)
+    def now(self) -> float:
+        """The running loop's clock."""
+        return asyncio.get_running_loop().time()
+
+    def wake(self) -> None:
+        """Start the scheduler task if it is not running, and wake it."""
         if self._scheduler is None or self._scheduler.done():
-            self._scheduler = loop.create_task(self._schedule())
+            self._scheduler = asyncio.get_running_loop().create_task(self._schedule())
         self._wake.set()
-
-    def cancel(self, thread_id: str) -> bool:
-        """Drop the pending call of ``thread_id``; whether there was one."""
-        return self.queue.cancel(("thread", str(thread_id)))
-
-    @property
-    def pending(self) -> int:
-        """Calls waiting for their delay."""
-        return self.queue.pending
 
     async def _schedule(self) -> None:
         """Start due calls; wait until the next deadline or a submission; end when idle."""
@@ -244,9 +251,7 @@ class AsyncBackgroundManager(_Ledger):
             if self.queue.idle:
                 return True
             self.queue.expedite()
-            if self._scheduler is None or self._scheduler.done():
-                self._scheduler = loop.create_task(self._schedule())
-            self._wake.set()
+            self.wake()
             left = None if end is None else end - loop.time()
             try:
                 await asyncio.wait_for(self._settled.wait(), left)

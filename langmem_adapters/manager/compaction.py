@@ -41,32 +41,23 @@ def compact(
     current: list[Remembered] = yield from facts.related(None, max_facts + _SLACK)
     if len(current) <= max_facts:
         return []
-    outcomes = []
+    outcomes: list[Outcome] = []
     ended: set[str] = set()
+
+    def end(fact: Remembered, why: str) -> Flow[None]:
+        yield from facts.end(fact.id, attribution)
+        ended.add(fact.id)
+        outcomes.append(
+            Outcome(MemoryAction(action="end", id=fact.id), "applied", f"compaction: {why}")
+        )
+
     for old, into in _merges(current, merge_threshold):
         if len(current) - len(ended) <= max_facts:
             break
-        yield from facts.end(old.id, attribution)
-        ended.add(old.id)
-        outcomes.append(
-            Outcome(
-                MemoryAction(action="end", id=old.id),
-                "applied",
-                f"compaction: memory {old.id} merged into {into.id}",
-            )
-        )
+        yield from end(old, f"memory {old.id} merged into {into.id}")
     for old in reversed(current):
         if len(current) - len(ended) <= max_facts:
             break
-        if old.id in ended:
-            continue
-        yield from facts.end(old.id, attribution)
-        ended.add(old.id)
-        outcomes.append(
-            Outcome(
-                MemoryAction(action="end", id=old.id),
-                "applied",
-                f"compaction: memory {old.id} was the least recent over the cap of {max_facts}",
-            )
-        )
+        if old.id not in ended:
+            yield from end(old, f"memory {old.id} was the least recent over the cap of {max_facts}")
     return outcomes

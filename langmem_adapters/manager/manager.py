@@ -50,9 +50,15 @@ from langmem_adapters.tools.templates import NamespaceTemplate
 if TYPE_CHECKING:
     from langmem_adapters.manager.background import BackgroundManager
 
-__all__ = ["Layout", "MemoryManager", "resolve_context"]
+__all__ = ["LAYOUT_ACTIONS", "Layout", "MemoryManager", "resolve_context"]
 
 Layout = Literal["tiers", "langmem"]
+
+#: The action kinds each layout supports (langmem's items are facts only).
+LAYOUT_ACTIONS: dict[str, tuple[ActionKind, ...]] = {
+    "tiers": ACTION_KINDS,
+    "langmem": ("create", "supersede", "end", "none"),
+}
 
 
 def resolve_context(context: Any) -> tuple[Any, BaseStore | None]:
@@ -80,7 +86,8 @@ class MemoryManager(Runnable[Any, ManagerResult]):
     docstring. Input: a list of messages (LangChain messages or ``{"role", "content"}`` dicts) or
     ``{"messages": [...]}``; output: a :class:`~langmem_adapters.manager.actions.ManagerResult`.
 
-    ``model`` is a chat model with ``with_structured_output``. ``actions`` limits what it may do;
+    ``model`` is a chat model with ``with_structured_output``. ``actions`` limits what it may do
+    (default: every kind of the layout, :data:`LAYOUT_ACTIONS`);
     ``procedure`` names the instructions (a ``ProceduralMemory`` entry) it may update (``None``:
     never). ``layout="langmem"`` keeps facts as langmem's store manager does (see
     :mod:`~langmem_adapters.manager.layouts`).
@@ -93,7 +100,7 @@ class MemoryManager(Runnable[Any, ManagerResult]):
         namespace: Sequence[str] | str = ("memories", "{user_id}"),
         store: BaseStore | None = None,
         instructions: str = DEFAULT_INSTRUCTIONS,
-        actions: Sequence[ActionKind] = ACTION_KINDS,
+        actions: Sequence[ActionKind] | None = None,
         procedure: str | None = "instructions",
         top_k: int = 10,
         memory_tokens: int = 1500,
@@ -108,15 +115,15 @@ class MemoryManager(Runnable[Any, ManagerResult]):
             raise InvalidArgumentTypeError(
                 f"model must be a chat model with with_structured_output, got {type(model).__name__}"
             )
-        unknown = [a for a in actions if a not in ACTION_KINDS]
-        if unknown or not actions:
-            raise InvalidArgumentError(
-                f"actions must be a non-empty subset of {ACTION_KINDS}, got {tuple(actions)!r}"
-            )
-        if layout not in ("tiers", "langmem"):
+        if layout not in LAYOUT_ACTIONS:
             raise InvalidArgumentError(f"layout must be 'tiers' or 'langmem', got {layout!r}")
-        if layout == "langmem" and any(a in actions for a in ("episode", "instructions")):
-            actions = tuple(a for a in actions if a not in ("episode", "instructions"))
+        permitted = LAYOUT_ACTIONS[layout]
+        actions = permitted if actions is None else tuple(actions)
+        if not actions or any(a not in permitted for a in actions):
+            raise InvalidArgumentError(
+                f"actions must be a non-empty subset of {permitted} (layout {layout!r}), "
+                f"got {actions!r}"
+            )
         if store is not None and not isinstance(store, BaseStore):
             raise InvalidArgumentTypeError(f"store must be a BaseStore, got {type(store).__name__}")
         self.model = model
@@ -165,7 +172,6 @@ class MemoryManager(Runnable[Any, ManagerResult]):
         new = self.cursors.new_turns(cursor, turns)
         new_from = len(turns) - len(new)
         candidates = [t.text for t in new if t.role == "user" and t.text.strip()]
-        result = ManagerResult(root, thread_id, 0)
         if not candidates:
             self.cursors.advance(cursor, turns)
             return ManagerResult(root, thread_id, 0, skipped="no new user message")
@@ -210,13 +216,11 @@ class MemoryManager(Runnable[Any, ManagerResult]):
                 attribution=attribution,
             )
         self.cursors.advance(cursor, turns)
-        return ManagerResult(
-            result.namespace,
-            thread_id,
-            1,
-            outcomes=[*malformed, *others, *outcomes],
-            shown=shown,
+        position = {id(a): i for i, a in enumerate(actions)}
+        decided = sorted(
+            [*others, *outcomes], key=lambda o: position.get(id(o.action), len(actions))
         )
+        return ManagerResult(root, thread_id, 1, outcomes=[*malformed, *decided], shown=shown)
 
     def _all_duplicates(self, candidates: list[str], related: list[Any]) -> bool:
         """Whether every candidate duplicates a related fact. The store's score is the similarity
@@ -256,7 +260,10 @@ class MemoryManager(Runnable[Any, ManagerResult]):
     ) -> Runnable[Any, dict[str, Any]]:
         """A LangGraph node (``graph.add_node("remember", manager.as_node())``) that processes the
         state's ``messages_key`` in the hot path, or hands it to ``executor`` (processed after its
-        debounce) and returns at once. The node changes no state."""
+        debounce) and returns at once; ``executor`` must run this manager. The node changes no
+        state."""
+        if executor is not None and executor.manager is not self:
+            raise InvalidArgumentError("as_node: the executor must be built on this manager")
 
         def node(state: Any, config: RunnableConfig) -> dict[str, Any]:
             messages = _state_messages(state, messages_key)

@@ -19,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langmem_adapters.errors import InvalidArgumentTypeError
 from langmem_adapters.manager.actions import MemoryActions
 from langmem_adapters.manager.prompt import read_data
 
@@ -74,9 +75,15 @@ class ScriptedMemoryModel(BaseChatModel):
     def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """The script answers in the manager's schema: binding changes nothing."""
+        """Structured output binds the manager's schema, which the script answers in; any other
+        tool is refused, so the model cannot be mistaken for a general scripted model."""
+        if list(tools) != [MemoryActions]:
+            raise InvalidArgumentTypeError(
+                f"ScriptedMemoryModel answers only in the MemoryActions schema, got {tools!r}"
+            )
         return self
 
     @property
     def _llm_type(self) -> str:
+        """LangChain's name for this kind of model."""
         return "scripted-memory-manager"

@@ -21,7 +21,6 @@ from langmem_adapters.manager import (
     create_memory_store_manager,
 )
 from langmem_adapters.memory import SemanticMemory
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.manager.helpers import run
 
 CONFIG: Any = {"configurable": {"langgraph_user_id": "ada"}}
@@ -46,18 +45,6 @@ class LangmemScript(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "langmem-script"
-
-
-@pytest.fixture(params=["sync", "async"])
-def use_async(request: pytest.FixtureRequest) -> bool:
-    return request.param == "async"
-
-
-@pytest.fixture
-async def store(
-    use_async: bool, make_store: StoreFactory, make_astore: AsyncStoreFactory
-) -> BaseStore:
-    return await make_astore(index=hash_index()) if use_async else make_store(index=hash_index())
 
 
 async def test_langmem_reads_and_extends_what_ours_writes(

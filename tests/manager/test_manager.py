@@ -26,24 +26,10 @@ from langmem_adapters.manager import (
 )
 from langmem_adapters.manager.messages import to_turns
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.manager.helpers import everything, process, run, tick
 
 CONFIG: RunnableConfig = {"configurable": {"user_id": "ada", "thread_id": "t1"}}
 ROOT = ("memories", "ada")
-
-
-@pytest.fixture(params=["sync", "async"])
-def use_async(request: pytest.FixtureRequest) -> bool:
-    return request.param == "async"
-
-
-@pytest.fixture
-async def store(
-    use_async: bool, make_store: StoreFactory, make_astore: AsyncStoreFactory
-) -> BaseStore:
-    """A fresh store with the offline embedder, async in async mode."""
-    return await make_astore(index=hash_index()) if use_async else make_store(index=hash_index())
 
 
 def shown_id(data: dict[str, Any], word: str) -> str:
@@ -146,6 +132,19 @@ async def test_near_duplicates_follow_the_threshold(store: BaseStore, use_async:
     result = await process(loose, message, {"configurable": {"user_id": "ada"}}, use_async)
     assert strict_model.calls == 1  # Jaccard 6/7 < 1.0: the model is asked
     assert loose_model.calls == 0 and result.skipped == "duplicate"  # 6/7 >= 0.8
+
+
+async def test_duplicate_score_uses_the_store_similarity(store: BaseStore, use_async: bool) -> None:
+    await run(facts(store), "remember", "Ada prefers green tea", use_async=use_async)
+    message = [HumanMessage("Ada prefers green tea a lot")]  # Jaccard 4/6: not lexical
+    config: RunnableConfig = {"configurable": {"user_id": "ada"}}
+    loose, loose_model = manager(store, duplicate_threshold=1.0, duplicate_score=0.5)
+    result = await process(loose, message, config, use_async)
+    assert result.skipped == "duplicate" and loose_model.calls == 0
+    assert result.shown[0].score is not None and result.shown[0].score >= 0.5
+    strict, strict_model = manager(store, duplicate_threshold=1.0, duplicate_score=0.999)
+    await process(strict, message, config, use_async)
+    assert strict_model.calls == 1
 
 
 async def test_a_created_duplicate_of_a_shown_fact_is_skipped(

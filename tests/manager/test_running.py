@@ -17,12 +17,12 @@ from langgraph.store.base import BaseStore
 from langmem_adapters.manager import (
     AsyncBackgroundManager,
     BackgroundManager,
+    InvalidArgumentError,
     MemoryManager,
     ScriptedMemoryModel,
     last_user_text,
 )
 from langmem_adapters.memory import SemanticMemory
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.manager.helpers import run
 
 
@@ -33,18 +33,6 @@ class Ctx(TypedDict):
 def remember_last(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Store the newest user message as a fact."""
     return [{"action": "create", "text": f"said: {last_user_text(data)}"}]
-
-
-@pytest.fixture(params=["sync", "async"])
-def use_async(request: pytest.FixtureRequest) -> bool:
-    return request.param == "async"
-
-
-@pytest.fixture
-async def store(
-    use_async: bool, make_store: StoreFactory, make_astore: AsyncStoreFactory
-) -> BaseStore:
-    return await make_astore(index=hash_index()) if use_async else make_store(index=hash_index())
 
 
 def graph(manager: MemoryManager, store: BaseStore, **node: Any) -> Any:
@@ -163,17 +151,20 @@ async def test_shutdown_flushes_so_nothing_is_lost(store: BaseStore, use_async: 
     ]
 
 
-def test_cancel_and_drop_without_errors() -> None:
-    from langgraph.store.memory import InMemoryStore
-
+async def test_cancel_and_drop_without_errors(store: BaseStore, use_async: bool) -> None:
     model = ScriptedMemoryModel(script=remember_last)
-    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
-    executor = BackgroundManager(manager, delay=60)
+    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=store)
+    executor: Any = (AsyncBackgroundManager if use_async else BackgroundManager)(manager, delay=60)
     executor.submit(conversation(1, 0), {"configurable": {"thread_id": "a"}})
     executor.submit(conversation(2, 0), {"configurable": {"thread_id": "b"}})
     assert executor.cancel("a") and not executor.cancel("a")
-    executor.shutdown(wait=False)
+    if use_async:
+        await executor.ashutdown(wait=False)
+    else:
+        executor.shutdown(wait=False)
     assert (executor.cancelled, model.calls, executor.errors) == (1, 0, [])
+    with pytest.raises(InvalidArgumentError, match="shut down"):
+        executor.submit(conversation(3, 0), {"configurable": {"thread_id": "c"}})
 
 
 async def test_async_executor_survives_cancelled_submitters() -> None:
@@ -195,19 +186,26 @@ async def test_async_executor_survives_cancelled_submitters() -> None:
     assert model.calls == 1 and not executor.errors
 
 
-def test_failed_calls_are_kept_and_do_not_stop_the_executor() -> None:
-    from langgraph.store.memory import InMemoryStore
-
+async def test_failed_calls_are_kept_and_do_not_stop_the_executor(
+    store: BaseStore, use_async: bool
+) -> None:
     def flaky(data: dict[str, Any]) -> list[dict[str, Any]]:
         if "boom" in last_user_text(data):
             raise RuntimeError("model down")
         return remember_last(data)
 
     model = ScriptedMemoryModel(script=flaky)
-    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
-    with BackgroundManager(manager, delay=0.01) as executor:
-        executor.submit([{"role": "user", "content": "boom"}], {"configurable": {"thread_id": "a"}})
-        executor.submit([{"role": "user", "content": "fine"}], {"configurable": {"thread_id": "b"}})
+    manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=store)
+    executor: Any = (AsyncBackgroundManager if use_async else BackgroundManager)(
+        manager, delay=0.01
+    )
+    executor.submit([{"role": "user", "content": "boom"}], {"configurable": {"thread_id": "a"}})
+    executor.submit([{"role": "user", "content": "fine"}], {"configurable": {"thread_id": "b"}})
+    if use_async:
+        assert await executor.aflush(timeout=5)
+        await executor.ashutdown()
+    else:
         assert executor.flush(timeout=5)
+        executor.shutdown()
     assert [str(e) for _, e in executor.errors] == ["model down"]
-    assert len(executor.results) == 1
+    assert [r.thread_id for r in executor.results] == ["b"]
