@@ -344,9 +344,9 @@ def run_background_step(store: BaseStore, model: BaseChatModel, out: Console) ->
     )
     for result in executor.results:
         for outcome in result.outcomes:
-            text = getattr(outcome.record, "text", None) or outcome.action
+            what = getattr(outcome.record, "text", None) or outcome.detail
             out.print(
-                f"         [green]extracted ({escape(outcome.status)}):[/] {escape(str(text))}",
+                f"         [green]extracted ({escape(outcome.status)}):[/] {escape(str(what))}",
                 highlight=False,
             )
     for _, error in executor.errors:
