@@ -136,6 +136,7 @@ def cmd_import(args: argparse.Namespace, ctx: Ctx) -> int:
     try:
         with (
             open_store(location, index, create=True) as store,
+            store.bulk_load(),  # into an empty index: built once, after the last chunk
             ctx.progress("importing", total) as advance,
         ):
             items = read_items(stream)

@@ -27,6 +27,7 @@ from langgraph.store.base import (
     _ensure_ttl,
 )
 
+from langmem_adapters.core.bulk import AsyncBulkLoad, SyncBulkLoad
 from langmem_adapters.core.drive import adrive, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
@@ -141,7 +142,7 @@ def _deleting(prefix: Any) -> tuple[str, ...]:
     return checked
 
 
-class SyncStore(_Store):
+class SyncStore(SyncBulkLoad, _Store):
     """A store on a blocking client; its async methods run the blocking ones in a worker thread."""
 
     _sweeper: Sweeper | None = None
@@ -240,8 +241,11 @@ class SyncStore(_Store):
     def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Write records as they were (value, ``created_at``, ``updated_at``, expiry, TTL), vectors
         computed for this store's index; returns how many. Every record is checked before anything
-        is written; each page of ``page_size`` is applied atomically (whole or not at all)."""
-        return sum(self._run(self._restore_plan(page)) for page in _pages(records, page_size))
+        is written; each page of ``page_size`` is applied atomically (whole or not at all). Runs as
+        a :meth:`bulk_load` (into an empty vector table, the ANN index is built once, at the end)."""
+        pages = _pages(records, page_size)
+        with self.bulk_load():
+            return sum(self._run(self._restore_plan(page)) for page in pages)
 
     async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Async twin of :meth:`restore` (in a worker thread)."""
@@ -286,7 +290,7 @@ class SyncStore(_Store):
         return sweeper.stop(timeout) if sweeper else True
 
 
-class AsyncStore(_Store):
+class AsyncStore(AsyncBulkLoad, _Store):
     """A store on an async client; its sync methods work from other threads by running on the
     store's event loop, and raise ``asyncio.InvalidStateError`` on that loop, where they would deadlock."""
 
@@ -409,8 +413,10 @@ class AsyncStore(_Store):
     async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Write records as they were (see :meth:`SyncStore.restore`); returns how many."""
         total = 0
-        for page in _pages(records, page_size):
-            total += await self._drive(self._restore_plan(page))
+        pages = _pages(records, page_size)
+        async with self.abulk_load():
+            for page in pages:
+                total += await self._drive(self._restore_plan(page))
         return total
 
     def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:

@@ -10,7 +10,16 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.postgres.sql import Round, Statement, Steps
 
-__all__ = ["SCHEMA_VERSION", "Tables", "check_ann", "migrations", "setup_plan", "vector_ddl"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Tables",
+    "ann_index_ddl",
+    "ann_index_name",
+    "check_ann",
+    "migrations",
+    "setup_plan",
+    "vector_ddl",
+]
 
 SCHEMA_VERSION = 1
 
@@ -83,6 +92,31 @@ def migrations(t: Tables) -> list[list[str]]:
 _OPCLASS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
 
 
+def ann_index_name(table: str, spec: IndexSpec) -> str:
+    """The name of the ANN index of the vector table ``table`` (one per distance and index kind)."""
+    return f"{table}_{_OPCLASS[spec.distance]}_{spec.kind}_idx"
+
+
+def ann_index_ddl(table: str, spec: IndexSpec) -> str | None:
+    """``CREATE INDEX IF NOT EXISTS`` of the ANN index of ``spec`` on the vector table ``table``
+    (``None`` for an exact index: it has none)."""
+    if spec.kind == "exact":
+        return None
+    params = {k: v for k, v in spec.ann.items() if k in ("m", "ef_construction", "lists")}
+    if spec.kind == "ivfflat" and "nlist" in spec.ann:
+        params["lists"] = spec.ann["nlist"]
+    for k, v in params.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise InvalidArgumentError(
+                f"ann_index_config {k} must be a positive integer, got {v!r}"
+            )
+    with_ = f" WITH ({', '.join(f'{k} = {v}' for k, v in params.items())})" if params else ""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {ann_index_name(table, spec)} ON {table} "
+        f"USING {spec.kind} (embedding {spec.vector_type}_{_OPCLASS[spec.distance]}_ops){with_}"
+    )
+
+
 def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
     """DDL for the vector table of ``spec`` and its ANN index (idempotent)."""
     vt = t.vectors(spec)
@@ -100,20 +134,9 @@ def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
         )
         """,
     ]
-    if spec.kind != "exact":
-        params = {k: v for k, v in spec.ann.items() if k in ("m", "ef_construction", "lists")}
-        if spec.kind == "ivfflat" and "nlist" in spec.ann:
-            params["lists"] = spec.ann["nlist"]
-        for k, v in params.items():
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise InvalidArgumentError(
-                    f"ann_index_config {k} must be a positive integer, got {v!r}"
-                )
-        with_ = f" WITH ({', '.join(f'{k} = {v}' for k, v in params.items())})" if params else ""
-        ddl.append(
-            f"CREATE INDEX IF NOT EXISTS {vt}_{_OPCLASS[spec.distance]}_{spec.kind}_idx ON {vt} "
-            f"USING {spec.kind} (embedding {spec.vector_type}_{_OPCLASS[spec.distance]}_ops){with_}"
-        )
+    index = ann_index_ddl(vt, spec)
+    if index is not None:
+        ddl.append(index)
     return ddl
 
 

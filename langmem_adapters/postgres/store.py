@@ -20,6 +20,7 @@ from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
 from langmem_adapters.postgres.connection import (
     CONNECT_KWARGS,
     AsyncConnections,
@@ -94,6 +95,22 @@ class _PostgresConfig:
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
         """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
         return restore_plan(self.tables, self.index_spec, records)
+
+    def _bulk_start_plan(self) -> Plan[bool] | None:
+        """A bulk load's start: drop the ANN index of an empty vector table
+        (:func:`~langmem_adapters.postgres.bulk.drop_if_empty_plan`)."""
+        spec = self.index_spec
+        if spec is None or spec.kind == "exact":
+            return None
+        return drop_if_empty_plan(self.tables.vectors(spec), spec)
+
+    def _bulk_finish_plan(self) -> Plan[bool] | None:
+        """A bulk load's end: build the ANN index if it is missing, then analyze the tables
+        (:func:`~langmem_adapters.postgres.bulk.build_index_plan`)."""
+        spec = self.index_spec
+        if spec is None or spec.kind == "exact":
+            return None
+        return build_index_plan(self.tables.vectors(spec), spec, analyze=(self.tables.store,))
 
     def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
         """``count`` (:func:`~langmem_adapters.postgres.namespaces.count_plan`)."""

@@ -111,7 +111,11 @@ def migrate(
 ) -> MigrationResult:
     """Copy every live item of ``source`` into ``target``, resuming from ``checkpoint`` (a
     :class:`Checkpoint`, or the path of one without source/target names) and saving it after each
-    page; stop after ``limit`` items if given. ``progress`` is told how many items are done."""
+    page; stop after ``limit`` items if given. ``progress`` is told how many items are done.
+
+    The run is one :meth:`~langmem_adapters.core.store.SyncStore.bulk_load` of the target: into an
+    empty vector table (a new target) the pages go without the ANN index, which is built once when
+    the run ends. A run resuming into a target that already holds vectors inserts into its index."""
     if page_size < 1:
         raise InvalidArgumentError(f"page_size must be >= 1, got {page_size}")
     if limit is not None and limit < 1:
@@ -121,22 +125,23 @@ def migrate(
     resumed, this_run = state.copied, 0
     advance(resumed)
     finished = False
-    while True:
-        budget = page_size if limit is None else min(page_size, limit - this_run)
-        got = next(source.pages(state.cursor, budget), None)
-        if got is None:
-            finished = True
-            break
-        page, position = got
-        if page:
-            target.restore(page, page_size=len(page))
-        this_run += len(page)
-        state = replace(state, cursor=position, copied=state.copied + len(page))
-        state.save()
-        advance(len(page))
-        if limit is not None and this_run >= limit:
-            finished = next(source.pages(position, 1), None) is None
-            break
+    with target.bulk_load():  # an empty target's ANN index is built once, at the end
+        while True:
+            budget = page_size if limit is None else min(page_size, limit - this_run)
+            got = next(source.pages(state.cursor, budget), None)
+            if got is None:
+                finished = True
+                break
+            page, position = got
+            if page:
+                target.restore(page, page_size=len(page))
+            this_run += len(page)
+            state = replace(state, cursor=position, copied=state.copied + len(page))
+            state.save()
+            advance(len(page))
+            if limit is not None and this_run >= limit:
+                finished = next(source.pages(position, 1), None) is None
+                break
     if finished:
         state.path.unlink(missing_ok=True)
     return MigrationResult(copied=state.copied, resumed=resumed, finished=finished)
