@@ -22,7 +22,7 @@ from langmem_adapters.errors import (
     RecordNotFoundError,
 )
 from langmem_adapters.manager.actions import ActionKind, MemoryAction, Outcome, Remembered
-from langmem_adapters.manager.dedupe import Dedupe
+from langmem_adapters.manager.dedupe import Dedupe, normalise
 from langmem_adapters.manager.layouts import FactLayout
 from langmem_adapters.memory import Attribution, EpisodicMemory, ProceduralMemory, Procedure
 from langmem_adapters.memory.checks import check_text
@@ -79,9 +79,10 @@ def _problem(action: MemoryAction, plan: Plan, touched: set[str], created: list[
             return f"{kind}: {exc}"
     text = action.text or ""
     if kind == "create":
-        if any(c == " ".join(text.split()).casefold() for c in created):
+        if normalise(text) in created:
             return "skip: the same fact is created twice in this call"
-        twin = plan.dedupe.match(text, plan.shown) if plan.dedupe else None
+        # The shown facts' scores rank them against the conversation, not against this text.
+        twin = plan.dedupe.lexical().match(text, plan.shown) if plan.dedupe else None
         if twin is not None:
             return f"skip: duplicate of memory {twin.id}"
     if (
@@ -99,8 +100,6 @@ def _problem(action: MemoryAction, plan: Plan, touched: set[str], created: list[
                 f"outdated instructions: expected_version {action.expected_version!r} but the "
                 f"version shown is {current}"
             )
-    if kind == "episode" and action.outcome is not None and not isinstance(action.outcome, str):
-        return "episode: outcome must be a text"
     return None
 
 
@@ -119,7 +118,7 @@ def validate(
             if action.id is not None and action.action in ("supersede", "end"):
                 touched.add(action.id)
             if action.action == "create" and action.text:
-                created.append(" ".join(action.text.split()).casefold())
+                created.append(normalise(action.text))
         elif problem.startswith("skip: "):
             others.append(Outcome(action, "skipped", problem.removeprefix("skip: ")))
         else:

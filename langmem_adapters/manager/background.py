@@ -7,7 +7,8 @@ Both take ``submit(messages, config)`` from a graph node (``manager.as_node(exec
 anywhere, process the latest messages of each thread once the thread has been quiet for
 ``delay`` seconds, keep every result and error (a failed call never stops the executor), and can
 be flushed (run everything pending now and wait) in tests and at shutdown, which flushes by
-default, so nothing submitted is lost.
+default, so nothing submitted is lost (a :class:`BackgroundManager` still open when the
+interpreter exits is shut down then).
 
 Restarting a wait never cancels anything: the deadline moves. Processing is owned by the
 executor, not by the run that submitted it, so cancelling that run (or the task awaiting it)
@@ -18,12 +19,14 @@ is pending without raising and wait only for the calls already running.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import itertools
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Hashable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -105,18 +108,44 @@ class _Ledger:
         """Tell the scheduler the queue changed (called under ``guard``)."""
 
 
+def _flush_at_exit(ref: weakref.ref[BackgroundManager]) -> None:
+    """Shut ``ref`` down (flushing) when the interpreter exits, if it is still open.
+
+    The hook runs among threading's exit hooks, last registered first, so before
+    ``concurrent.futures`` refuses new work (which LangChain models need); without that
+    hook (another Python) it falls back to ``atexit``.
+    """
+
+    def hook() -> None:
+        executor = ref()
+        if executor is not None and not executor.closed:
+            executor.shutdown()
+
+    register = getattr(threading, "_register_atexit", atexit.register)
+    register(hook)
+
+
 class BackgroundManager(_Ledger):
     """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
 
     def __init__(self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4) -> None:
         super().__init__(manager, delay, max_workers)
         self._cond = threading.Condition()
-        self._pool = ThreadPoolExecutor(max_workers, thread_name_prefix="memory-manager")
+        # Plain daemon threads, not a ThreadPoolExecutor: those refuse work once the interpreter
+        # starts exiting, before the atexit flush runs.
+        self._jobs: queue.SimpleQueue[tuple[Hashable, Job] | None] = queue.SimpleQueue()
+        self._workers = [
+            threading.Thread(target=self._work, name=f"memory-manager-{i}", daemon=True)
+            for i in range(max_workers)
+        ]
+        for worker in self._workers:
+            worker.start()
         self._stopping = False
         self._loop = threading.Thread(
             target=self._schedule, name="memory-manager-debounce", daemon=True
         )
         self._loop.start()
+        _flush_at_exit(weakref.ref(self))
 
     @property
     def guard(self) -> AbstractContextManager[Any]:
@@ -132,11 +161,16 @@ class BackgroundManager(_Ledger):
         with self._cond:
             while True:
                 for key, job in self.queue.take_due(time.monotonic()):
-                    self._pool.submit(self._run, key, job)
+                    self._jobs.put((key, job))
                 if self._stopping and self.queue.idle:
                     return
                 deadline = self.queue.next_deadline()
                 self._cond.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+    def _work(self) -> None:
+        """A worker: run jobs until told to stop (``None``)."""
+        while (item := self._jobs.get()) is not None:
+            self._run(*item)
 
     def _run(self, key: Hashable, job: Job) -> None:
         try:
@@ -179,7 +213,10 @@ class BackgroundManager(_Ledger):
             self._stopping = True
             self._cond.notify_all()
         self._loop.join()
-        self._pool.shutdown(wait=True)
+        for _ in self._workers:
+            self._jobs.put(None)
+        for worker in self._workers:
+            worker.join()
 
     def __enter__(self) -> BackgroundManager:
         return self

@@ -63,6 +63,10 @@ class Dedupe:
             return True
         return self.score is not None and fact.score is not None and fact.score >= self.score
 
+    def lexical(self) -> Dedupe:
+        """The same rule without the store score, for a text that was not the search query."""
+        return Dedupe(self.threshold)
+
     def match(self, text: str, facts: Iterable[Remembered]) -> Remembered | None:
         """The first of ``facts`` that ``text`` duplicates, or ``None``."""
         return next((f for f in facts if self.same(text, f)), None)

@@ -226,7 +226,7 @@ class MemoryManager(Runnable[Any, ManagerResult]):
         """Whether every candidate duplicates a related fact. The store's score is the similarity
         to the query, which is the candidate itself only when there is one candidate."""
         assert self.dedupe is not None
-        dedupe = self.dedupe if len(candidates) == 1 else Dedupe(self.dedupe.threshold)
+        dedupe = self.dedupe if len(candidates) == 1 else self.dedupe.lexical()
         return all(dedupe.match(text, related) is not None for text in candidates)
 
     # ------------------------------------------------------------------ running it
@@ -269,7 +269,7 @@ class MemoryManager(Runnable[Any, ManagerResult]):
             messages = _state_messages(state, messages_key)
             if executor is not None:
                 context, store = resolve_context(None)
-                executor.submit(messages, config, context=context, store=store or self.store)
+                executor.submit(messages, config, context=context, store=self.store or store)
             else:
                 self.invoke(messages, config)
             return {}
@@ -278,7 +278,7 @@ class MemoryManager(Runnable[Any, ManagerResult]):
             messages = _state_messages(state, messages_key)
             if executor is not None:
                 context, store = resolve_context(None)
-                executor.submit(messages, config, context=context, store=store or self.store)
+                executor.submit(messages, config, context=context, store=self.store or store)
             else:
                 await self.ainvoke(messages, config)
             return {}

@@ -209,3 +209,31 @@ async def test_failed_calls_are_kept_and_do_not_stop_the_executor(
         executor.shutdown()
     assert [str(e) for _, e in executor.errors] == ["model down"]
     assert [r.thread_id for r in executor.results] == ["b"]
+
+
+EXIT_SCRIPT = """
+import atexit
+from langgraph.store.memory import InMemoryStore
+from langmem_adapters.manager import BackgroundManager, MemoryManager, ScriptedMemoryModel
+from langmem_adapters.manager import last_user_text
+
+model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
+atexit.register(lambda: print("extracted", model.calls))  # runs after the executor's exit flush
+manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
+executor = BackgroundManager(manager, delay=60)
+for t in range(5):
+    executor.submit([{"role": "user", "content": f"hi {t}"}], {"configurable": {"thread_id": str(t)}})
+print("pending", executor.pending)
+"""
+
+
+def test_an_exiting_interpreter_flushes_an_open_executor(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["pending", "5", "extracted", "5"], done.stderr
