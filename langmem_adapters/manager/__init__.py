@@ -5,7 +5,8 @@ chat model (structured output) for actions on the namespace's facts, episodes an
 validates and applies them (history kept), and reports a :class:`ManagerResult`. It runs on its
 own (``invoke`` / ``ainvoke``), as a LangGraph node (``as_node``), or deferred and debounced per
 thread (:class:`BackgroundManager`, :class:`AsyncBackgroundManager`).
-:func:`create_memory_store_manager` is the langmem-compatible entry point. See ``docs/manager.md``.
+:func:`create_memory_store_manager` and :class:`ReflectionExecutor` are the langmem-compatible
+entry points. See ``docs/manager.md``.
 """
 
 from langmem_adapters.errors import (
@@ -25,7 +26,11 @@ from langmem_adapters.manager.actions import (
 )
 from langmem_adapters.manager.background import AsyncBackgroundManager, BackgroundManager
 from langmem_adapters.manager.dedupe import Dedupe, jaccard, normalise
-from langmem_adapters.manager.langmem import MemoryStoreManager, create_memory_store_manager
+from langmem_adapters.manager.langmem import (
+    MemoryStoreManager,
+    ReflectionExecutor,
+    create_memory_store_manager,
+)
 from langmem_adapters.manager.manager import MemoryManager
 from langmem_adapters.manager.prompt import SYSTEM_PROMPT, build_prompt, read_data
 from langmem_adapters.manager.scripted import ScriptedMemoryModel, last_user_text
@@ -47,6 +52,7 @@ __all__ = [
     "MemoryToolConfigError",
     "NamespaceTemplateError",
     "Outcome",
+    "ReflectionExecutor",
     "Remembered",
     "ScriptedMemoryModel",
     "build_prompt",

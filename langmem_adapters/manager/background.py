@@ -36,6 +36,7 @@ from langgraph.store.base import BaseStore
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager.actions import ManagerResult
 from langmem_adapters.manager.debounce import Debouncer, Job, job_key, portable_config
+from langmem_adapters.manager.messages import messages_of
 
 if TYPE_CHECKING:
     from langmem_adapters.manager.manager import MemoryManager
@@ -60,13 +61,22 @@ class _Ledger:
         self.closed = False
 
     def job(
-        self, input: Any, config: RunnableConfig | None, context: Any, store: BaseStore | None
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        context: Any,
+        store: BaseStore | None,
+        thread_id: str | None,
     ) -> tuple[Hashable, Job]:
-        """The key and the job of one submission (the config reduced to what outlives the run)."""
+        """The key and the job of one submission (the config reduced to what outlives the run,
+        the messages copied as they are now)."""
         if self.closed:
             raise InvalidArgumentError("this background manager was shut down")
+        messages = list(messages_of(input))
         kept = portable_config(config)
-        return job_key(kept, next(_calls)), Job(list(input), kept, context, store)
+        if thread_id is not None:
+            kept["configurable"]["thread_id"] = str(thread_id)
+        return job_key(kept, next(_calls)), Job(messages, kept, context, store)
 
     def submit(
         self,
@@ -76,10 +86,12 @@ class _Ledger:
         context: Any = None,
         store: BaseStore | None = None,
         delay: float | None = None,
+        thread_id: str | None = None,
     ) -> None:
-        """Schedule processing of ``input`` (the thread's latest messages) after the quiet delay
-        (``delay`` overrides the executor's for this submission)."""
-        key, job = self.job(input, config, context, store)
+        """Schedule processing of ``input`` (the thread's latest messages, or ``{"messages":
+        [...]}``) after the quiet delay; ``delay`` overrides the executor's for this submission,
+        ``thread_id`` the config's."""
+        key, job = self.job(input, config, context, store, thread_id)
         with self.guard:
             self.queue.submit(key, job, self.now(), delay)
             self.wake()

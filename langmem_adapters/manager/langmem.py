@@ -2,6 +2,11 @@
 writing langmem's store-manager items (``{"kind": "Memory", "content": {"content": text}}``
 directly under the namespace), so langmem's own manager and search read what it writes.
 
+:class:`ReflectionExecutor` is langmem's executor of the same name on
+:class:`~langmem_adapters.manager.BackgroundManager`: ``submit(payload, config, after_seconds=...)``
+debounces per thread the same way, but processes the latest payload when the wait ends, keeps
+results instead of returning futures, and is flushed and shut down like the background manager.
+
 What differs, by design: facts are plain text (``schemas`` must be left at langmem's default),
 one model call per conversation (``query_model``, ``phases`` and ``max_steps`` are not
 supported), ids the model was not shown are rejected, and pure duplicates skip the model.
@@ -17,9 +22,10 @@ from langgraph.store.base import BaseStore
 
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager.actions import ActionKind
+from langmem_adapters.manager.background import BackgroundManager
 from langmem_adapters.manager.manager import MemoryManager
 
-__all__ = ["MemoryStoreManager", "create_memory_store_manager"]
+__all__ = ["MemoryStoreManager", "ReflectionExecutor", "create_memory_store_manager"]
 
 
 class MemoryStoreManager(Runnable[Any, list[dict[str, Any]]]):
@@ -102,3 +108,54 @@ def create_memory_store_manager(
             layout="langmem",
         )
     )
+
+
+class ReflectionExecutor:
+    """langmem's ``ReflectionExecutor(reflector, store=...)`` for a manager of this package (a
+    :class:`MemoryStoreManager` or a :class:`MemoryManager`), running in worker threads.
+
+    ``submit(payload, config, after_seconds=N, thread_id=...)``: a later submission for the
+    same thread within ``N`` seconds replaces this one and restarts the wait. ``executor`` is the
+    underlying :class:`~langmem_adapters.manager.BackgroundManager` (``results``, ``errors``).
+    """
+
+    def __init__(
+        self,
+        reflector: MemoryStoreManager | MemoryManager,
+        /,
+        *,
+        store: BaseStore | None = None,
+        max_workers: int = 4,
+    ) -> None:
+        manager = reflector.manager if isinstance(reflector, MemoryStoreManager) else reflector
+        self.executor = BackgroundManager(manager, delay=0.0, max_workers=max_workers)
+        self.store = store
+
+    def submit(
+        self,
+        payload: Any,
+        /,
+        config: RunnableConfig | None = None,
+        *,
+        after_seconds: float = 0,
+        thread_id: str | None = None,
+    ) -> None:
+        """Process ``payload`` (``{"messages": [...]}``) once its thread is quiet for
+        ``after_seconds``."""
+        self.executor.submit(
+            payload, config, store=self.store, delay=after_seconds, thread_id=thread_id
+        )
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Run every pending submission now and wait (see ``BackgroundManager.flush``)."""
+        return self.executor.flush(timeout)
+
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Flush (``wait=True``) or drop what is pending, then stop."""
+        self.executor.shutdown(wait=wait)
+
+    def __enter__(self) -> ReflectionExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

@@ -17,10 +17,12 @@ from pydantic import Field
 from langmem_adapters.manager import (
     InvalidArgumentError,
     MemoryManager,
+    ReflectionExecutor,
     ScriptedMemoryModel,
     create_memory_store_manager,
 )
 from langmem_adapters.memory import SemanticMemory
+from tests.conftest import StoreFactory, hash_index
 from tests.manager.helpers import run
 
 CONFIG: Any = {"configurable": {"langgraph_user_id": "ada"}}
@@ -132,3 +134,26 @@ def test_with_a_real_model() -> None:  # pragma: no cover - needs a provider key
     manager.invoke([HumanMessage("Hi! I live in Paris."), attack], config)
     texts = [f.text for f in SemanticMemory(store, namespace=("memories", "ada")).recall("live")]
     assert any("Paris" in t for t in texts)
+
+
+def test_reflection_executor_like_langmems(make_store: StoreFactory) -> None:
+    """langmem's executor runs on the sync APIs, in worker threads: sync stores only."""
+    store = make_store(index=hash_index())
+    model = ScriptedMemoryModel(
+        script=lambda d: [{"action": "create", "text": f"said {d['conversation'][-1]['content']}"}]
+    )
+    reflector = create_memory_store_manager(model, namespace=("memories", "{user_id}"))
+    with ReflectionExecutor(reflector, store=store) as executor:
+        for i in range(3):
+            messages = [{"role": "user", "content": f"message {j}"} for j in range(i + 1)]
+            executor.submit(
+                {"messages": messages},
+                {"configurable": {"user_id": "ada"}},
+                after_seconds=0.2,
+                thread_id="t1",
+            )
+        assert executor.executor.pending == 1
+        assert executor.flush(timeout=10)
+    assert model.calls == 1
+    items = store.search(ROOT, limit=10)
+    assert [i.value["content"]["content"] for i in items] == ["said message 2"]
