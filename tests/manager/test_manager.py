@@ -18,6 +18,7 @@ from langgraph.store.memory import InMemoryStore
 from langmem_adapters.manager import (
     SYSTEM_PROMPT,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     MemoryManager,
     NamespaceTemplateError,
     ScriptedMemoryModel,
@@ -331,3 +332,47 @@ def test_bad_configuration_is_an_error() -> None:
     for kwargs in ({"actions": ("create", "explode")}, {"top_k": 0}, {"duplicate_threshold": 2.0}):
         with pytest.raises(InvalidArgumentError):
             MemoryManager(model, **kwargs)
+
+
+async def test_the_prompt_is_bounded(store: BaseStore, use_async: bool) -> None:
+    tier = facts(store)
+    for i in range(30):
+        await run(tier, "remember", f"Ada topic {i}: " + "detail " * 40, use_async=use_async)
+    mm, model = manager(store, top_k=20, memory_tokens=300, conversation_tokens=200)
+    old = [{"role": "user", "content": f"old turn {i} " + "words " * 30} for i in range(20)]
+    newest = {"role": "user", "content": "the newest turn about Ada topic 3"}
+    await process(mm, [*old, newest], CONFIG, use_async)
+    data = model.seen[0]
+    # Each fact is about 75 tokens: 300 tokens hold 3 of the 20 related ones (and at most 20).
+    assert len(data["memories"]) == 3
+    rows = data["conversation"]
+    assert rows[-1]["content"] == newest["content"] and len(rows) < len(old)
+    assert sum(len(r["content"]) for r in rows) <= 4 * 200
+
+
+async def test_message_shapes(store: BaseStore, use_async: bool) -> None:
+    mm, model = manager(store, script=lambda d: [])
+    blocks = HumanMessage(content=[{"type": "text", "text": "I live in Paris"}, {"type": "image"}])
+    openai = {"role": "assistant", "content": "Noted"}
+    langchain = {"type": "human", "content": "and I ski"}
+    await process(mm, {"messages": [blocks, openai, langchain]}, CONFIG, use_async)
+    assert [(t["role"], t["content"]) for t in model.seen[0]["conversation"]] == [
+        ("user", "I live in Paris"),
+        ("assistant", "Noted"),
+        ("user", "and I ski"),
+    ]
+    with pytest.raises(InvalidArgumentTypeError):
+        await process(mm, "just a string", CONFIG, use_async)
+
+
+async def test_dedupe_can_be_disabled(store: BaseStore, use_async: bool) -> None:
+    await run(facts(store), "remember", "Ada lives in Paris", use_async=use_async)
+    message = [HumanMessage("Ada lives in Paris, I live in Paris")]
+    on, on_model = manager(store)
+    assert (await process(on, message, CONFIG, use_async)).outcomes[0].status == "skipped"
+    off, off_model = manager(store, duplicate_threshold=None)
+    result = await process(off, message, CONFIG, use_async)
+    assert on_model.calls == off_model.calls == 1 and result.skipped is None
+    # Without dedupe the model's create of an existing fact is applied as well.
+    assert [o.status for o in result.outcomes] == ["applied"]
+    assert len(await run(facts(store), "recall", None, use_async=use_async)) == 2
