@@ -7,6 +7,7 @@ becomes :class:`~langmem_adapters.errors.StoreConnectionError` (see :func:`lost`
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from typing import Any
@@ -22,7 +23,7 @@ from langmem_adapters.redis.scripts import SCRIPTS, SHA, Call, Round
 if HIREDIS_AVAILABLE:  # redis-py writes commands with it then, and so do we
     import hiredis
 
-__all__ = ["LOST", "AsyncWire", "Wire", "lost"]
+__all__ = ["LOST", "AsyncWire", "Wire", "lost", "pool_limit"]
 
 # Connection lost or refused, timed out, server loading its data (BusyLoadingError is a ConnectionError),
 # cluster slots not served: the server did not run the command, or ran a whole script call.
@@ -196,11 +197,29 @@ class Wire:
             self._held = None
 
 
+def pool_limit(client: Any) -> int | None:
+    """How many connections the client's blocking pool may open (``None``: another pool, which
+    fails at once when exhausted and says so, see :func:`lost`, or a cluster client)."""
+    pool = getattr(client, "connection_pool", None)
+    limit = getattr(pool, "max_connections", None)
+    blocking = isinstance(pool, aredis.BlockingConnectionPool)
+    return limit if blocking and isinstance(limit, int) and 0 < limit < 2**31 else None
+
+
 class AsyncWire:
-    """Executes rounds for an async store, as a pipeline on its ``redis.asyncio`` client."""
+    """Executes rounds for an async store, as a pipeline on its ``redis.asyncio`` client.
+
+    ``slots`` (one per connection of a blocking pool, else ``None``) is what the store's sessions
+    hold while a plan runs: plans beyond the pool's size queue there, without a deadline, rather
+    than in the pool, whose wait times out (a store made from a URL has such a pool). Queued
+    plans do no work until their turn, so 60,000 gathered operations do not starve the event loop
+    while the first connections open (their connect timeout would fire).
+    """
 
     def __init__(self, client: aredis.Redis) -> None:
         self.client = client
+        limit = pool_limit(client)
+        self.slots = asyncio.Semaphore(limit) if limit else None
 
     async def execute(self, request: Round) -> list[Any]:
         """Send a round's commands together, reloading Lua scripts the server has forgotten."""
