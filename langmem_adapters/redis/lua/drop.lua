@@ -1,4 +1,5 @@
--- Delete whole namespaces: their items, vector documents (Query Engine mode), ZSETs and registry entries.
+-- Delete whole namespaces: their items, vector documents (Query Engine mode), reindex shadows, ZSETs
+-- and registry entries.
 -- KEYS: the registry when ARGV[3] is "1" (a single server), then the namespaces' ZSETs.
 -- ARGV: now_ms, query engine ("1"/"0"), registry ("1"/"0"), the prefix's text, then the namespaces
 -- (one per ZSET, in order). With the registry, the script first reads it: if it lists a namespace
@@ -26,6 +27,7 @@ for i = first, #KEYS do
     -- an expired item reads as absent here: it is neither counted nor left behind
     if redis.call('DEL', key) == 1 and tonumber(members[j + 1]) > now then removed = removed + 1 end
     if qe then redis.call('DEL', (string.gsub(key, '^([^:]*):i:', '%1:v:'))) end
+    redis.call('DEL', (string.gsub(key, '^([^:]*):i:', '%1:r:')))  -- its reindex shadow, if any
   end
   redis.call('DEL', z)
   if reg then redis.call('ZREM', reg, ARGV[i - first + 5]) end
