@@ -1,5 +1,8 @@
 """Bounded soak: concurrent clients run a mixed get/put/search load against one store for a while and
-report p50/p99 latency per operation and the error count (which must be zero).
+report p50/p99 latency per operation and the error count (which must be zero). Then the async store
+made from a URL gathers langgraph's large batch at once (``--gather`` rounds of put / get /
+list_namespaces / search / put / delete: 10,000 rounds are 60,000 operations) and reports its rate
+and errors (which must be zero too).
 
     python benchmarks/soak.py --backend postgres --seconds 120 --clients 8
     python benchmarks/soak.py --quick            # every backend, a few seconds each (CI)
@@ -11,6 +14,7 @@ The load is bounded in time and only targets servers on this machine.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -26,8 +30,8 @@ from langgraph.store.base import BaseStore
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from langmem_adapters import HashEmbeddings
-from langmem_adapters.postgres import PostgresStore
-from langmem_adapters.redis import RedisStore
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
 
 BACKENDS = ["postgres", "redis-qe", "redis-plain"]
@@ -114,12 +118,59 @@ def soak(store: BaseStore, seconds: float, clients: int, seed: int = 0) -> dict[
     return report
 
 
+async def _gather(store: BaseStore, rounds: int) -> dict[str, object]:
+    coros = []
+    for r in range(rounds):
+        ns = ("gather", str(r % 2))
+        coros += [
+            store.aput(ns, f"a{r}", {"a": r}),
+            store.aget(ns, f"a{r}"),
+            store.alist_namespaces(prefix=None, max_depth=r % 10 + 1),
+            store.asearch(ns, limit=10),
+            store.aput(ns, f"b{r}", {"b": r}),
+            store.adelete(ns, f"a{r}"),
+        ]
+    start = time.perf_counter()
+    results = await asyncio.gather(*coros, return_exceptions=True)
+    seconds = time.perf_counter() - start
+    errors = [f"{type(r).__name__}: {r}" for r in results if isinstance(r, BaseException)]
+    return {
+        "ops": len(coros),
+        "seconds": round(seconds, 1),
+        "ops_per_s": round(len(coros) / seconds),
+        "errors": len(errors),
+        "first_errors": errors[:3],
+    }
+
+
+def gather_load(backend: str, rounds: int) -> dict[str, object]:
+    """langgraph's large batch, all gathered at once, on the async store made from a URL."""
+
+    async def run() -> dict[str, object]:
+        if backend == "postgres":
+            async with AsyncPostgresStore.from_conn_string(
+                servers.postgres_dsn(), table_prefix="soak"
+            ) as pg:
+                await pg.setup()
+                return await _gather(pg, rounds)
+        url = servers.redis_url(modules=backend == "redis-qe")
+        async with AsyncRedisStore.from_conn_string(
+            url, prefix=f"soak{random.randrange(10**9)}"
+        ) as rs:
+            return await _gather(rs, rounds)
+
+    return asyncio.run(run())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=[*BACKENDS, "all"], default="all")
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="a few seconds per backend (CI)")
+    parser.add_argument(
+        "--gather", type=int, default=10_000, help="rounds of 6 gathered async ops (default 10000)"
+    )
     parser.add_argument("--json", help="write the report to this file")
     args = parser.parse_args()
     seconds = 4.0 if args.quick else args.seconds
@@ -140,10 +191,17 @@ def main() -> int:
                     f"{backend:<12} {op:<7} {stats['count']:>7} {stats['p50_ms']:>8} {stats['p99_ms']:>8}"
                 )
         print(f"{backend:<12} errors: {report['errors']} {report['first_errors'] or ''}")
+        gathered = gather_load(backend, 1_000 if args.quick else args.gather)
+        report["gather"] = gathered
+        print(
+            f"{backend:<12} gather: {gathered['ops']} async ops at once, {gathered['seconds']} s, "
+            f"{gathered['ops_per_s']} ops/s, errors: {gathered['errors']} {gathered['first_errors'] or ''}"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
-    return 1 if any(r["errors"] for r in results.values()) else 0
+    failed = [r for r in results.values() if r["errors"] or r["gather"]["errors"]]  # type: ignore[index]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
