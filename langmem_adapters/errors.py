@@ -15,6 +15,7 @@ __all__ = [
     "CLIError",
     "ConcurrentWriteError",
     "EmbeddingDimensionError",
+    "EmbeddingMismatchError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "InvalidFilterError",
@@ -74,6 +75,12 @@ class InvalidRecordError(LangmemAdaptersError, ValueError):
 class EmbeddingDimensionError(LangmemAdaptersError, ValueError):
     """An embedding function returned unusable vectors: a size other than ``IndexConfig.dims``, the
     wrong count, or NaN/infinite values."""
+
+
+class EmbeddingMismatchError(LangmemAdaptersError, ValueError):
+    """A store was opened with an embedder other than the one its vectors were made with (another
+    model, or another size): searching or writing would mix incompatible vectors. The message names
+    both; ``reindex()`` re-embeds the store with the new one."""
 
 
 # --------------------------------------------------------------------------- store failures

@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import IO, TextIO
@@ -39,6 +39,7 @@ __all__ = [
     "cmd_inspect",
     "cmd_migrate",
     "cmd_purge",
+    "cmd_reindex",
     "cmd_sweep",
 ]
 
@@ -265,6 +266,42 @@ def cmd_purge(args: argparse.Namespace, ctx: Ctx) -> int:
     else:
         ctx.out.print(
             f"removed {removed} item(s) in {escape(name)} and below from {escape(location.display)}",
+            highlight=False,
+        )
+    return 0
+
+
+# --------------------------------------------------------------------------- reindex
+
+
+def cmd_reindex(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Re-embed every item with ``--embed`` (and ``--fields``), with a progress bar; resumable:
+    run it again after an interruption. The store is opened with the new embedder, so the old one
+    is not needed."""
+    location = parse_location(args.url)
+    if args.embed in (None, "none"):
+        raise CLIError("reindex needs --embed: the embedder to re-embed every item with", USAGE)
+    if args.page_size <= 0:
+        raise CLIError("--page-size must be positive", USAGE)
+    index = parse_embed(args.embed, parse_fields(args.fields))
+    with open_store(location, index) as store, contextlib.ExitStack() as stack:
+        advance: list[Callable[[int], None]] = []  # the bar, made once the total is known
+        shown = [0]
+
+        def progress(done: int, total: int) -> None:
+            if not advance:
+                advance.append(stack.enter_context(ctx.progress("re-embedding", total)))
+                shown[0] = done  # a resumed run starts its bar where the last one stopped
+                advance[0](done)
+            advance[0](done - shown[0])
+            shown[0] = done
+
+        n = store.reindex(page_size=args.page_size, progress=progress)
+    if args.json:
+        ctx.out.print_json(data={"store": location.display, "reindexed": n, "embed": args.embed})
+    else:
+        ctx.out.print(
+            f"re-embedded {n} item(s) of {escape(location.display)} with {escape(args.embed)}",
             highlight=False,
         )
     return 0

@@ -19,6 +19,7 @@ from langmem_adapters.cli.commands import (
     cmd_inspect,
     cmd_migrate,
     cmd_purge,
+    cmd_reindex,
     cmd_sweep,
 )
 from langmem_adapters.cli.options import FAILURE, PAGE, USAGE, first_line
@@ -132,6 +133,21 @@ def build_parser() -> argparse.ArgumentParser:
     purge.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     purge.add_argument("--json", action="store_true", help="machine-readable output")
     purge.set_defaults(func=cmd_purge)
+
+    reindex = sub.add_parser(
+        "reindex",
+        help="re-embed every item with a new embedder (resumable; searches answer until the switch)",
+    )
+    reindex.add_argument("url")
+    reindex.add_argument(
+        "--embed", required=True, help="the new embedder: hash[:DIMS] or provider:model"
+    )
+    reindex.add_argument(
+        "--fields", help="comma-separated value paths to embed (default: the whole value)"
+    )
+    reindex.add_argument("--page-size", type=int, default=PAGE, help="items per page (default 500)")
+    reindex.add_argument("--json", action="store_true", help="machine-readable output")
+    reindex.set_defaults(func=cmd_reindex)
     return parser
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
@@ -24,10 +25,12 @@ V = TypeVar("V")
 
 @dataclass(frozen=True)
 class Embed:
-    """Texts to embed: documents, or search queries (``query=True`` uses ``embed_query``)."""
+    """Texts to embed: documents, or search queries (``query=True`` uses ``embed_query``), with the
+    store's embedder, or ``using`` another one (``reindex`` embedding with its new model)."""
 
     texts: list[str]
     query: bool = False
+    using: Embeddings | None = None
 
 
 Embedded = Generator[Embed, list[list[float]], V]
@@ -67,13 +70,15 @@ def embed_missing(
     wanted: ItemTexts,
     known: Mapping[str, V],
     encode: Callable[[list[float]], V],
+    using: Embeddings | None = None,
 ) -> Embedded[dict[tuple[str, str], list[tuple[str, str, V]]]]:
     """Each item's ``(field, text hash, vector)``: a stored vector of the same text (``known``, by
-    text hash) where there is one, else one embedding per distinct new text."""
+    text hash) where there is one, else one embedding per distinct new text (with the store's
+    embedder, or ``using`` another)."""
     vectors = dict(known)
     missing = sorted({text for rows in wanted.values() for _, h, text in rows if h not in vectors})
     if missing:
-        embedded = yield Embed(missing)
+        embedded = yield Embed(missing, using=using)
         for text, vec in zip(missing, check_vectors(embedded, len(missing), spec.dims)):
             vectors[text_hash(text)] = encode(vec)
     return {k: [(field, h, vectors[h]) for field, h, _ in rows] for k, rows in wanted.items()}

@@ -3,6 +3,7 @@
 
 from langmem_adapters.errors import (
     EmbeddingDimensionError,
+    EmbeddingMismatchError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     InvalidFilterError,
@@ -16,6 +17,7 @@ from langmem_adapters.errors import (
 
 __all__ = [
     "EmbeddingDimensionError",
+    "EmbeddingMismatchError",
     "InvalidArgumentError",
     "InvalidArgumentTypeError",
     "InvalidFilterError",

@@ -31,8 +31,10 @@ from langmem_adapters.core.bulk import AsyncBulkLoad, SyncBulkLoad
 from langmem_adapters.core.drive import adrive, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
+from langmem_adapters.core.identity import IdentityGuard
 from langmem_adapters.core.ops import check_count, check_prefix, validate_namespace
 from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
+from langmem_adapters.core.reindex import AsyncReindex, SyncReindex
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidNamespaceError
@@ -65,6 +67,7 @@ class _Store(BaseStore):
         return self.index_spec.embeddings if self.index_spec else None
 
     def _configure(self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None) -> None:
+        self._guard = IdentityGuard()  # the embedder identity check (core/identity.py)
         self.index_spec = IndexSpec.from_config(index) if index is not None else None
         self.index_config = index
         self.ttl_config = check_ttl_config(ttl)
@@ -98,15 +101,19 @@ class _Store(BaseStore):
         return PutOp(namespace, str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
 
     def _embed(self, request: Embed) -> list[list[float]]:
-        assert self.index_spec is not None
-        embeddings = self.index_spec.embeddings
+        embeddings = request.using
+        if embeddings is None:
+            assert self.index_spec is not None
+            embeddings = self.index_spec.embeddings
         if request.query:
             return [embeddings.embed_query(t) for t in request.texts]
         return embeddings.embed_documents(request.texts)
 
     async def _aembed(self, request: Embed) -> list[list[float]]:
-        assert self.index_spec is not None
-        embeddings = self.index_spec.embeddings
+        embeddings = request.using
+        if embeddings is None:
+            assert self.index_spec is not None
+            embeddings = self.index_spec.embeddings
         if request.query:
             return list(await asyncio.gather(*(embeddings.aembed_query(t) for t in request.texts)))
         return await embeddings.aembed_documents(request.texts)
@@ -142,7 +149,7 @@ def _deleting(prefix: Any) -> tuple[str, ...]:
     return checked
 
 
-class SyncStore(SyncBulkLoad, _Store):
+class SyncStore(SyncBulkLoad, SyncReindex, _Store):
     """A store on a blocking client; its async methods run the blocking ones in a worker thread."""
 
     _sweeper: Sweeper | None = None
@@ -290,7 +297,7 @@ class SyncStore(SyncBulkLoad, _Store):
         return sweeper.stop(timeout) if sweeper else True
 
 
-class AsyncStore(AsyncBulkLoad, _Store):
+class AsyncStore(AsyncBulkLoad, AsyncReindex, _Store):
     """A store on an async client; its sync methods work from other threads by running on the
     store's event loop, and raise ``asyncio.InvalidStateError`` on that loop, where they would deadlock."""
 

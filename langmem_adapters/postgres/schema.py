@@ -21,7 +21,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class Tables:
     """Table names of one store; ``prefix`` lets several stores share a database."""
 
     prefix: str
+    #: The generation of the vector tables (0 until a ``reindex`` switched them): part of their name.
+    generation: int = 0
 
     def __post_init__(self) -> None:
         """The prefix is spliced into SQL as an identifier: only ASCII letters, digits and ``_``."""
@@ -57,8 +59,24 @@ class Tables:
         return f"{self.prefix}_migrations"
 
     def vectors(self, spec: IndexSpec) -> str:
-        """One vector table per vector type and size, so stores with other embedders can share the DB."""
+        """One vector table per vector type and size, so stores with other embedders can share the DB
+        (with ``_g<generation>`` once a ``reindex`` made a new one)."""
+        base = self.vector_family(spec)
+        return f"{base}_g{self.generation}" if self.generation else base
+
+    def vector_family(self, spec: IndexSpec) -> str:
+        """The vector table's name without its generation: what its embedder identity is kept under."""
         return f"{self.prefix}_vectors_{spec.vector_type}{spec.dims}"
+
+    @property
+    def embedders(self) -> str:
+        """The embedder identity of each vector table family, with its current generation."""
+        return f"{self.prefix}_embedders"
+
+    @property
+    def reindexing(self) -> str:
+        """The position of each ``reindex`` in progress (one per source vector table family)."""
+        return f"{self.prefix}_reindexing"
 
 
 def migrations(t: Tables) -> list[list[str]]:
@@ -83,6 +101,28 @@ def migrations(t: Tables) -> list[list[str]]:
                 ns text COLLATE "C" PRIMARY KEY,
                 labels text[] COLLATE "C" NOT NULL,
                 depth int NOT NULL
+            )
+            """,
+        ],
+        [
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.embedders} (
+                vectors text COLLATE "C" PRIMARY KEY,
+                identity jsonb NOT NULL,
+                generation int NOT NULL DEFAULT 0
+            )
+            """,
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.reindexing} (
+                source text COLLATE "C" PRIMARY KEY,
+                shadow text NOT NULL,
+                generation int NOT NULL,
+                identity jsonb NOT NULL,
+                fields jsonb NOT NULL,
+                after_ns text COLLATE "C" NOT NULL DEFAULT '',
+                after_key text COLLATE "C" NOT NULL DEFAULT '',
+                done bigint NOT NULL DEFAULT 0,
+                started_at timestamptz NOT NULL DEFAULT now()
             )
             """,
         ],

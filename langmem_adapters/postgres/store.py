@@ -7,7 +7,7 @@ Both run the same plans (:mod:`~langmem_adapters.postgres.plan`, :mod:`~langmem_
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import Any, Literal, TypedDict
 
@@ -17,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from langmem_adapters.core.filters import Condition
+from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
@@ -29,9 +30,11 @@ from langmem_adapters.postgres.connection import (
     Session,
 )
 from langmem_adapters.postgres.export import items_plan, restore_plan
+from langmem_adapters.postgres.identity import PostgresIdentity, setup_steps
 from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.postgres.plan import plan
-from langmem_adapters.postgres.schema import Tables, check_ann, setup_plan
+from langmem_adapters.postgres.reindex import PostgresReindex
+from langmem_adapters.postgres.schema import Tables, check_ann
 from langmem_adapters.postgres.writes import sweep_plan
 
 __all__ = ["AsyncPostgresStore", "PoolConfig", "PostgresIndexConfig", "PostgresStore"]
@@ -71,11 +74,15 @@ class _PostgresConfig:
     tables: Tables
     _stats: SearchStats
     index_spec: IndexSpec | None
+    index_config: Mapping[str, Any] | None
+    _guard: IdentityGuard
     ttl_config: TTLConfig | None
     # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
+    # So did a vector table that a reindex switched away (the rerun checks the identity first).
     _retryable: tuple[type[Exception], ...] = (
         psycopg.errors.DeadlockDetected,
         psycopg.errors.SerializationFailure,
+        psycopg.errors.UndefinedTable,
     )
 
     def _prepare(self, table_prefix: str) -> None:
@@ -85,8 +92,44 @@ class _PostgresConfig:
         self._stats = SearchStats()
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[list[Result] | bool]:
-        """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables."""
-        return plan(self.tables, self.index_spec, ops, if_absent=if_absent, stats=self._stats)
+        """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
+        behind the embedder identity check."""
+        ops = list(ops)
+        return guarded(
+            self._guard,
+            self.index_spec,
+            self._identity_access,
+            lambda: plan(
+                self._current_tables(), self.index_spec, ops, if_absent=if_absent, stats=self._stats
+            ),
+            ops,
+        )
+
+    def _reindex_job(self, target: IndexSpec, identity: Identity) -> PostgresReindex:
+        """The plans re-embedding this store into ``target`` (see :meth:`reindex`)."""
+        assert self.index_spec is not None
+        return PostgresReindex(self.tables, self.index_spec, target, identity, self._switched)
+
+    def _switched(self, tables: Tables, spec: IndexSpec, identity: Identity) -> None:
+        """After a reindex switched: the new vector tables, index and identity from now on."""
+        self.tables, self.index_spec, self._stats = tables, spec, SearchStats()
+        config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
+        self.index_config = {**(self.index_config or {}), **config}
+        self._guard.adopt(identity, tables.generation)
+
+    def _identity_access(self) -> PostgresIdentity:
+        """Where this store's embedder identity is recorded."""
+        assert self.index_spec is not None
+        return PostgresIdentity(self.tables, self.index_spec)
+
+    def _current_tables(self) -> Tables:
+        """The store's tables at the vector generation its identity check found (a ``reindex``
+        makes a new one)."""
+        generation = self._guard.generation
+        if generation != self.tables.generation:
+            self.tables = Tables(self.tables.prefix, generation)
+            self._stats = SearchStats()
+        return self.tables
 
     def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
         """One page of ``iter_items`` (:func:`~langmem_adapters.postgres.export.items_plan`)."""
@@ -94,15 +137,25 @@ class _PostgresConfig:
 
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
         """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
-        return restore_plan(self.tables, self.index_spec, records)
+        return guarded(
+            self._guard,
+            self.index_spec,
+            self._identity_access,
+            lambda: restore_plan(self._current_tables(), self.index_spec, records),
+        )
 
     def _bulk_start_plan(self) -> Plan[bool] | None:
-        """A bulk load's start: drop the ANN index of an empty vector table
-        (:func:`~langmem_adapters.postgres.bulk.drop_if_empty_plan`)."""
+        """A bulk load's start: drop the ANN index of an empty vector table, after the identity
+        check (:func:`~langmem_adapters.postgres.bulk.drop_if_empty_plan`)."""
         spec = self.index_spec
         if spec is None or spec.kind == "exact":
             return None
-        return drop_if_empty_plan(self.tables.vectors(spec), spec)
+        return guarded(
+            self._guard,
+            spec,
+            self._identity_access,
+            lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec),
+        )
 
     def _bulk_finish_plan(self) -> Plan[bool] | None:
         """A bulk load's end: build the ANN index if it is missing, then analyze the tables
@@ -110,7 +163,8 @@ class _PostgresConfig:
         spec = self.index_spec
         if spec is None or spec.kind == "exact":
             return None
-        return build_index_plan(self.tables.vectors(spec), spec, analyze=(self.tables.store,))
+        t = self._current_tables()
+        return build_index_plan(t.vectors(spec), spec, analyze=(t.store,))
 
     def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
         """``count`` (:func:`~langmem_adapters.postgres.namespaces.count_plan`)."""
@@ -215,7 +269,8 @@ class PostgresStore(_PostgresConfig, SyncStore):
 
     def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
-        self._run(setup_plan(self.tables, self.index_spec))
+        self.tables = self._run(setup_steps(self.tables, self.index_spec))
+        self._guard.generation = self.tables.generation
 
     def sweep_ttl(self) -> int:
         """Delete expired items now and forget emptied namespaces; returns how many items went."""
@@ -294,7 +349,8 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
 
     async def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
-        await self._drive(setup_plan(self.tables, self.index_spec))
+        self.tables = await self._drive(setup_steps(self.tables, self.index_spec))
+        self._guard.generation = self.tables.generation
 
     async def sweep_ttl(self) -> int:
         """Delete expired items now and forget emptied namespaces; returns how many items went."""

@@ -13,6 +13,9 @@ namespace live in one cluster slot):
 - ``P:z:{h}:<ns>``: ZSET of the namespace's item keys scored by expiry (ms, ``NO_EXPIRY`` if none).
 - ``P:ns``: ZSET of namespaces scored by the latest expiry of their items (the namespace registry).
 - ``P:mode``: the mode the first store on the prefix chose.
+- ``P:r:{h}:<len(ns)>:<ns>:<key>``, ``P:reindex``, ``P:reindex:t``: a ``reindex`` in progress (an
+  item's new vectors, the position, the new vectors by text hash).
+- ``P:embedders``: HASH, per vector index name the JSON of its embedder identity and generation.
 """
 
 from __future__ import annotations
@@ -72,6 +75,20 @@ class Keys:
         """The item's vector document (Query Engine mode; the write script derives the same name)."""
         return f"{self.prefix}:v:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
 
+    def shadow(self, ns_text: str, key: str) -> str:
+        """The item's vectors made by a ``reindex`` in progress (the switch script derives the same name)."""
+        return f"{self.prefix}:r:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
+
+    @property
+    def reindexing(self) -> str:
+        """The HASH of a ``reindex`` in progress: its target identity, fields and position."""
+        return f"{self.prefix}:reindex"
+
+    @property
+    def reindexed_texts(self) -> str:
+        """The HASH of a ``reindex`` in progress: text hash -> its new vector (embedded once)."""
+        return f"{self.prefix}:reindex:t"
+
     def zset(self, ns_text: str) -> str:
         """The namespace's ZSET of item keys by expiry."""
         return f"{self.prefix}:z:{{{_tag(ns_text)}}}:{ns_text}"
@@ -80,6 +97,11 @@ class Keys:
     def registry(self) -> str:
         """The ZSET of namespaces by the latest expiry of their items."""
         return f"{self.prefix}:ns"
+
+    @property
+    def embedders(self) -> str:
+        """The HASH of embedder identities: per vector index name, its identity and generation."""
+        return f"{self.prefix}:embedders"
 
     @property
     def mode(self) -> str:

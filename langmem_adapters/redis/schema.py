@@ -11,7 +11,7 @@ from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
 
-__all__ = ["MODES", "check_mode", "setup_plan"]
+__all__ = ["MODES", "check_mode", "index_command", "setup_plan"]
 
 MODES = ("auto", "query_engine", "plain")
 
@@ -81,6 +81,12 @@ def _info_field(info: Any, name: str) -> str:
     """A field of a raw INFO reply (text), "0" when absent."""
     found = re.search(rf"^{name}:(\S+)", text(info) if isinstance(info, (str, bytes)) else "", re.M)
     return found.group(1) if found else "0"
+
+
+def index_command(keys: Keys, spec: IndexSpec, fresh: bool = False) -> tuple[Any, ...]:
+    """``FT.CREATE`` of the vector index of ``spec`` (a ``reindex`` to a new size makes it before its
+    switch; ``fresh``: skip the scan of the documents, which still hold the old size)."""
+    return _create_index(keys, spec, fresh)
 
 
 def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tuple[Any, ...]:

@@ -31,6 +31,8 @@ def _source(name: str) -> str:
 SCRIPTS = {
     name: _source(name) for name in ("write", "register", "read_ns", "search", "drop", "count")
 }
+#: ``reindex_switch``: the atomic end of a reindex (see ``lua/reindex_switch.lua``).
+SCRIPTS["reindex_switch"] = _source("reindex_switch")
 #: Script name -> SHA1 of its source, for ``EVALSHA``.
 SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
 

@@ -12,8 +12,7 @@ reconnects on the next call.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -25,15 +24,18 @@ import redis.cluster
 from langgraph.store.base import IndexConfig, Op, TTLConfig
 
 from langmem_adapters.core.filters import Condition
+from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 from langmem_adapters.redis.connection import LOST, AsyncWire, Wire, lost
 from langmem_adapters.redis.export import items_plan, restore_plan
+from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
 from langmem_adapters.redis.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.redis.plan import plan
+from langmem_adapters.redis.reindex import RedisReindex
 from langmem_adapters.redis.schema import check_mode, setup_plan
 from langmem_adapters.redis.scripts import Round
 from langmem_adapters.redis.writes import sweep_plan
@@ -64,33 +66,19 @@ class _Session:
 
 
 class _AsyncSession:
-    """The async store's ``_session()``, as :class:`_Session`; with a bounded pool it holds one of
-    the wire's slots for the plan (see :class:`~langmem_adapters.redis.connection.AsyncWire`)."""
+    """The async store's ``_session()``, as :class:`_Session`."""
 
-    __slots__ = ("_slots", "_store")
+    __slots__ = ("_store",)
 
-    def __init__(self, store: AsyncRedisStore, slots: asyncio.Semaphore | None) -> None:
+    def __init__(self, store: AsyncRedisStore) -> None:
         self._store = store
-        self._slots = slots
 
     async def __aenter__(self) -> Callable[[Round], Awaitable[list[Any]]]:
-        if self._slots is not None:
-            await self._slots.acquire()
-            try:
-                # Start I/O in the loop's next pass: this task may be one of thousands gathered at
-                # once, whose first steps all run in this pass, and a connect or read timeout
-                # started now would count the whole pass (seconds) against the server.
-                await asyncio.sleep(0)
-            except BaseException:
-                self._slots.release()
-                raise
         return self._store._execute
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._slots is not None:
-            self._slots.release()
         if isinstance(exc, LOST):
             raise lost(exc) from exc
 
@@ -134,6 +122,8 @@ class _RedisConfig:
     """What the sync and async Redis stores share beyond the common store base."""
 
     index_spec: IndexSpec | None
+    index_config: Mapping[str, Any] | None
+    _guard: IdentityGuard
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
@@ -161,17 +151,43 @@ class _RedisConfig:
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[Any]:
         """The batch plan (see :func:`langmem_adapters.redis.plan.plan`)."""
         mode = self.mode if self.mode is not None else (yield from self._ready())
+        ops = list(ops)
         return (
-            yield from plan(
-                self.keys,
-                mode,
+            yield from guarded(
+                self._guard,
                 self.index_spec,
+                self._identity_access,
+                lambda: plan(
+                    self.keys,
+                    mode,
+                    self.index_spec,
+                    ops,
+                    if_absent=if_absent,
+                    cluster=self.cluster,
+                    stats=self._stats,
+                ),
                 ops,
-                if_absent=if_absent,
-                cluster=self.cluster,
-                stats=self._stats,
             )
         )
+
+    def _reindex_job(self, target: IndexSpec, identity: Identity) -> RedisReindex:
+        """The plans re-embedding this store into ``target`` (see :meth:`reindex`)."""
+        assert self.index_spec is not None
+        return RedisReindex(
+            self.keys, self._ready, self.index_spec, target, identity, self._switched, self.cluster
+        )
+
+    def _switched(self, spec: IndexSpec, identity: Identity) -> None:
+        """After a reindex switched: the new index and identity from now on."""
+        self.index_spec, self._stats = spec, SearchStats()
+        config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
+        self.index_config = {**(self.index_config or {}), **config}
+        self._guard.adopt(identity, 0)
+
+    def _identity_access(self) -> RedisIdentity:
+        """Where this store's embedder identity is recorded."""
+        assert self.index_spec is not None
+        return RedisIdentity(self.keys, self.index_spec)
 
     def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
         """One page of ``iter_items`` (see :func:`langmem_adapters.redis.export.items_plan`)."""
@@ -181,7 +197,14 @@ class _RedisConfig:
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
         """One page of ``restore`` (see :func:`langmem_adapters.redis.export.restore_plan`)."""
         mode = yield from self._ready()
-        return (yield from restore_plan(self.keys, mode, self.index_spec, records, self.cluster))
+        return (
+            yield from guarded(
+                self._guard,
+                self.index_spec,
+                self._identity_access,
+                lambda: restore_plan(self.keys, mode, self.index_spec, records, self.cluster),
+            )
+        )
 
     def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
         """``count`` (see :func:`langmem_adapters.redis.namespaces.count_plan`)."""
@@ -343,9 +366,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
-        wire = AsyncWire(self.client)
-        self._execute: Callable[[Round], Awaitable[list[Any]]] = wire.execute
-        self._sessions = _AsyncSession(self, wire.slots)
+        self._execute: Callable[[Round], Awaitable[list[Any]]] = AsyncWire(self.client).execute
+        self._sessions = _AsyncSession(self)
         self._bind_loop()
 
     @classmethod

@@ -23,6 +23,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langmem_adapters.core.identity import PROBES
 from langmem_adapters.embeddings import HashEmbeddings
 from tests.conftest import DIMS, StoreFactory, hash_index
 
@@ -468,7 +469,8 @@ class CountingEmbeddings(Embeddings):
         self.queries: list[str] = []
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.documents += texts
+        # The identity probe (once per store instance, see core/identity.py) is not item text.
+        self.documents += [t for t in texts if t not in PROBES]
         return self.inner.embed_documents(texts)
 
     def embed_query(self, text: str) -> list[float]:

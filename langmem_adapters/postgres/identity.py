@@ -1,0 +1,71 @@
+"""Where the Postgres stores keep embedder identities: the ``<prefix>_embedders`` table, one row per
+vector table family (vector type + dims, shared by the stores of a prefix) with the generation of
+its current table (see :mod:`langmem_adapters.core.identity` for the rules).
+"""
+
+from __future__ import annotations
+
+from langmem_adapters.core.identity import Identity, Recorded
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.postgres.schema import Tables, setup_plan, vector_ddl
+from langmem_adapters.postgres.sql import Round, Statement, Steps
+
+__all__ = ["PostgresIdentity", "generation_plan", "setup_steps"]
+
+
+class PostgresIdentity:
+    """The identities of one prefix's vector tables (an :class:`~langmem_adapters.core.identity.IdentityAccess`)."""
+
+    def __init__(self, t: Tables, spec: IndexSpec) -> None:
+        self.tables = t
+        self.name = t.vector_family(spec)
+
+    def read(self) -> Steps[dict[str, Recorded]]:
+        """Every identity recorded on the prefix, by vector table family."""
+        (rows,) = yield Round(
+            [Statement(f"SELECT vectors, identity, generation FROM {self.tables.embedders}")]
+        )
+        return {name: Recorded(Identity.from_json(raw), int(gen)) for name, raw, gen in rows}
+
+    def record(self, identity: Identity, generation: int) -> Steps[Recorded]:
+        """Record ``identity`` for this family's table at ``generation`` unless a racing store did
+        first; the one recorded."""
+        _, rows = yield Round(
+            [
+                Statement(
+                    f"INSERT INTO {self.tables.embedders} (vectors, identity, generation) "
+                    "VALUES (%s, %s::jsonb, %s) ON CONFLICT (vectors) DO NOTHING",
+                    [self.name, identity.to_json(), generation],
+                    fetch=False,
+                ),
+                Statement(
+                    f"SELECT identity, generation FROM {self.tables.embedders} WHERE vectors = %s",
+                    [self.name],
+                ),
+            ]
+        )
+        raw, gen = rows[0]
+        return Recorded(Identity.from_json(raw), int(gen))
+
+
+def generation_plan(t: Tables, spec: IndexSpec) -> Steps[int]:
+    """The generation of the family's current vector table (0 when none is recorded)."""
+    (rows,) = yield Round(
+        [
+            Statement(
+                f"SELECT generation FROM {t.embedders} WHERE vectors = %s", [t.vector_family(spec)]
+            )
+        ]
+    )
+    return int(rows[0][0]) if rows else 0
+
+
+def setup_steps(t: Tables, spec: IndexSpec | None) -> Steps[Tables]:
+    """``setup()``: the schema and its migrations, then the vector table and ANN index of the
+    family's current generation (one transaction, under the setup lock); the tables to use."""
+    yield from setup_plan(t, None)
+    if spec is None:
+        return t
+    t = Tables(t.prefix, (yield from generation_plan(t, spec)))
+    yield Round([Statement(sql, fetch=False) for sql in vector_ddl(t, spec)])
+    return t
