@@ -8,6 +8,7 @@ InMemoryStore has no such methods (the memory tiers' fallback covers it, see
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -229,6 +230,9 @@ async def test_async_twins(make_astore: AsyncStoreFactory, backend: str) -> None
         await store.aput(("users", label, "deep"), "k", {"label": label, "n": 2})
     assert await store.acount(("users",)) == 16
     assert await store.acount(("users",), filter={"n": 2}) == 8
+    # The sync twins, from another thread (they run on the store's loop).
+    assert await asyncio.to_thread(store.count, ("users",), filter={"n": 1}) == 8
+    assert await asyncio.to_thread(store.delete_namespace, ("users", "zzz")) == 0
     for label in LABELS[:8]:
         assert await store.acount(("users", label)) == 2
         assert await store.adelete_namespace(("users", label)) == 2
