@@ -10,6 +10,7 @@ Examples::
 
     python -m benchmarks.bench_reindex --quick
     python -m benchmarks.bench_reindex --n 10000
+    python -m benchmarks.bench_reindex --n 100000 --only postgres
     python -m benchmarks.bench_reindex --n 10000 --postgres postgresql://... --redis redis://...
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import psycopg
 import redis
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import PutOp
 
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -49,23 +50,24 @@ def _index() -> dict[str, Any]:
     return {"dims": DIMS, "embed": HashEmbeddings(DIMS), "fields": ["text"]}
 
 
-def _fill(store: BaseStore, n: int) -> None:
-    """``n`` items in 10 namespaces, in batches of 500 puts."""
-    for start in range(0, n, 500):
-        store.batch(
-            [
-                PutOp(
-                    ("users", str(i % 10)),
-                    f"m{i:07d}",
-                    {"text": f"memory {i // 2} about topic {i // 2 % 97}", "n": i},
-                )
-                for i in range(start, min(n, start + 500))
-            ]
-        )
+def _fill(store: Any, n: int) -> None:
+    """``n`` items in 10 namespaces, in batches of 500 puts, as one bulk load (not timed)."""
+    with store.bulk_load():
+        for start in range(0, n, 500):
+            store.batch(
+                [
+                    PutOp(
+                        ("users", str(i % 10)),
+                        f"m{i:07d}",
+                        {"text": f"memory {i // 2} about topic {i // 2 % 97}", "n": i},
+                    )
+                    for i in range(start, min(n, start + 500))
+                ]
+            )
 
 
 @contextmanager
-def _postgres(url: str | None) -> Iterator[BaseStore]:
+def _postgres(url: str | None) -> Iterator[PostgresStore]:
     dsn = url or embedded_dsn(tempfile.mkdtemp(prefix="bench-reindex-pg-"))
     with psycopg.connect(dsn, autocommit=True) as conn:
         store = PostgresStore(conn, index=_index(), table_prefix=f"b{uuid.uuid4().hex[:8]}")  # type: ignore[arg-type]
@@ -75,7 +77,7 @@ def _postgres(url: str | None) -> Iterator[BaseStore]:
 
 def _redis(url: str | None, mode: str) -> Callable[[], Any]:
     @contextmanager
-    def open_store() -> Iterator[BaseStore]:
+    def open_store() -> Iterator[RedisStore]:
         if url is None:
             from tests import servers
 
@@ -113,12 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", help="a PostgreSQL URL (default: the embedded server)")
     parser.add_argument("--redis", help="a Redis URL with the Query Engine (default: started here)")
     parser.add_argument("--redis-plain", help="a Redis URL without modules (default: started here)")
+    parser.add_argument(
+        "--only", choices=["postgres", "redis", "redis-plain"], help="measure one backend only"
+    )
     args = parser.parse_args(argv)
     n = 500 if args.quick else args.n
+    runs = {
+        "postgres": ("postgres (embedded)", lambda: _postgres(args.postgres)),
+        "redis": ("redis (query engine)", _redis(args.redis, "query_engine")),
+        "redis-plain": ("redis (plain)", _redis(args.redis_plain or args.redis, "plain")),
+    }
     results = {
-        "postgres (embedded)": measure(lambda: _postgres(args.postgres), n),
-        "redis (query engine)": measure(_redis(args.redis, "query_engine"), n),
-        "redis (plain)": measure(_redis(args.redis_plain or args.redis, "plain"), n),
+        name: measure(open_store, n)
+        for key, (name, open_store) in runs.items()
+        if args.only in (None, key)
     }
     print(json.dumps(results, indent=2))
     return 0
