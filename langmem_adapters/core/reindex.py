@@ -146,7 +146,8 @@ class SyncReindex:
         time, beside the old vectors, which keep answering searches; then switch atomically, after
         which this store uses the new embedder. Unchanged text is embedded once. An interrupted run
         resumes when called again with the same embedder and fields. ``progress(done, total)`` is
-        called after each page. Returns how many items were re-embedded."""
+        called after each page. Returns how many items the pages re-embedded (items written meanwhile
+        are re-embedded by the switch as well)."""
         target = reindex_target(self.index_spec, embed, fields, page_size)
         flow = reindex_flow(
             self._guard,

@@ -280,3 +280,43 @@ def test_reindex_10k_items(make_store: StoreFactory, backend: str) -> None:
     assert store.reindex(Salted(DIMS)) == 10_000
     assert _answer(store) != old
     assert _answer(store) == _answer(_reopen(store, _index(Salted(DIMS))))
+
+
+def test_writes_during_a_reindex_are_caught_up(make_store: StoreFactory, backend: str) -> None:
+    _ours(backend)
+    store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
+    _fill(store, 300)
+
+    def write(done: int, total: int) -> None:
+        if done == 100:  # behind the position: only the switch's catch-up can see these
+            store.put(("docs", "0"), "k00000", {"text": "zebra crossing at night"})
+            store.put(("docs", "0"), "a-late", {"text": "a late arrival about zebras"})
+            store.delete(("docs", "1"), "k00001")
+
+    assert store.reindex(Salted(DIMS), page_size=100, progress=write) == 299  # one deleted
+    for text, key in [
+        ("zebra crossing at night", "k00000"),
+        ("a late arrival about zebras", "a-late"),
+    ]:
+        hit = store.search(("docs",), query=text, limit=1)[0]
+        assert hit.key == key and hit.score == pytest.approx(
+            1.0, abs=1e-3
+        )  # the new model's vector
+    assert store.get(("docs", "1"), "k00001") is None
+    assert "k00001" not in [h.key for h in store.search(("docs",), query=QUERY, limit=50)]
+    assert _answer(store) == _answer(_reopen(store, _index(Salted(DIMS))))
+
+
+def test_a_stale_store_fails_at_its_next_identity_refresh(
+    make_store: StoreFactory, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ours(backend)
+    store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
+    _fill(store, 20)
+    stale = _reopen(store, _index(HashEmbeddings(DIMS)))
+    assert stale.search(("docs",), query=QUERY)
+    store.reindex(Salted(DIMS))
+    monkeypatch.setattr("langmem_adapters.core.identity.REFRESH_SECONDS", 0.0)
+    with pytest.raises(EmbeddingMismatchError, match="Salted"):
+        stale.put(("docs",), "new", {"text": "written with the old model"})
+    assert store.get(("docs",), "new") is None
