@@ -5,13 +5,14 @@
 -- ARGV: now_ms, query engine ("1"/"0"), identity field name and value, then the namespaces.
 -- A shadow records the SHA1 of the item meta it was made from (s): an item written since, one
 -- without a shadow, or a registry namespace not passed changes nothing and is returned for a
--- catch-up: {'stale', item keys...} or {'namespaces', names...}; else {'ok', items switched}.
+-- catch-up: {'stale', item keys...} or {'namespaces', names...} (at most 1000 a call); else
+-- {'ok', items switched}.
 local now, qe = ARGV[1], ARGV[2] == '1'
 local passed = {}
 for i = 5, #ARGV do passed[ARGV[i]] = true end
 local unknown = {}
 for _, ns in ipairs(redis.call('ZRANGE', KEYS[1], '(' .. now, '+inf', 'BYSCORE')) do
-  if not passed[ns] then unknown[#unknown + 1] = ns end
+  if not passed[ns] and #unknown < 1000 then unknown[#unknown + 1] = ns end
 end
 if #unknown > 0 then return {'namespaces', unpack(unknown)} end
 local function shadow(key) return (string.gsub(key, '^([^:]*):i:', '%1:r:')) end
@@ -23,7 +24,7 @@ for z = 5, #KEYS do
     if m then
       if redis.call('HGET', shadow(key), 's') == redis.sha1hex(m) then
         live[#live + 1] = key
-      else
+      elseif #stale < 1000 then  -- at most 1000 a call (a reply, and Lua's unpack, stay small)
         stale[#stale + 1] = key
       end
     end
