@@ -215,10 +215,17 @@ class IdentityGuard:
         return own.generation
 
 
-def uses_vectors(ops: Sequence[Op]) -> tuple[bool, bool]:
-    """Whether a batch touches vectors (a put, or a search with a query), and whether it writes."""
-    writes = any(isinstance(op, PutOp) and op.value is not None for op in ops)
-    return writes or any(isinstance(op, SearchOp) and op.query for op in ops), writes
+def uses_vectors(ops: Sequence[Op]) -> tuple[bool, bool, bool]:
+    """Whether a batch touches vectors (a put, or a search with a query), whether it writes (a
+    put), and whether it changes anything (a put or a delete); one pass over the ops."""
+    searches = writes = changes = False
+    for op in ops:
+        if isinstance(op, PutOp):
+            changes = True
+            writes = writes or op.value is not None
+        elif isinstance(op, SearchOp) and op.query:
+            searches = True
+    return searches or writes, writes, changes
 
 
 def guarded(
@@ -235,13 +242,15 @@ def guarded(
     switch is read again with the new embedder, so no answer pairs one model's query with the other's
     vectors. A failed plan makes the next one check again: a ``reindex`` elsewhere may have dropped
     the vectors it used."""
-    touches, writes = uses_vectors(ops) if ops is not None else (True, True)
-    if spec is not None and touches and guard.due():
+    touches, writes, changes = uses_vectors(ops) if ops is not None else (True, True, True)
+    if not touches:
+        return (yield from build())  # gets, listings, plain searches: no vector involved
+    if spec is not None and guard.due():
         yield from guard.check(spec.embeddings, spec.dims, access(), writes)
     switches = guard.switches
     try:
         result = yield from build()
-        if not touches or writes or any(isinstance(op, PutOp) for op in ops or ()):
+        if changes:
             return result
         if guard.pending is not None and guard.switches == switches:
             yield from guard.settle(access())
