@@ -4,6 +4,7 @@ and an interrupted load leaves a store whose next ``setup()`` or restore brings 
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -306,6 +307,27 @@ async def test_async_restore_and_bulk_load(dsn: str, prefix: str) -> None:
         assert name in _indexes(dsn, prefix)
         top = (await store.asearch(("r",), query=texts[7], limit=1))[0]
         assert top.key == "k7"
+        await store.adelete_namespace(("r",))
+
+        def from_a_thread() -> None:  # the sync twin, on the store's loop
+            with store.bulk_load():
+                store.restore(_records(texts[:300]))
+                assert name not in _indexes(dsn, prefix)
+
+        await asyncio.to_thread(from_a_thread)
+        assert name in _indexes(dsn, prefix)
+
+
+async def test_a_sync_stores_async_bulk_load(dsn: str, prefix: str, open_store: Any) -> None:
+    store = open_store(HashEmbeddings(DIMS))
+    name = _index_name(prefix)
+    texts = _texts(400)
+    async with store.abulk_load():
+        assert name not in _indexes(dsn, prefix)
+        await store.arestore(_records(texts))
+        assert name not in _indexes(dsn, prefix)
+    assert name in _indexes(dsn, prefix)
+    _assert_finds_each(store, texts, range(0, 400, 40))
 
 
 def test_build_memory_grows_with_the_table_and_is_capped() -> None:
