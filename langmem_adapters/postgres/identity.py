@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from langmem_adapters.core.identity import Identity, Recorded
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.postgres.schema import Tables, setup_plan, vector_ddl
+from langmem_adapters.postgres.schema import Tables, index_tables_ddl, setup_plan, vector_ddl
 from langmem_adapters.postgres.sql import Round, Statement, Steps
 
 __all__ = ["PostgresIdentity", "generation_plan", "setup_steps"]
@@ -66,6 +66,7 @@ def setup_steps(t: Tables, spec: IndexSpec | None) -> Steps[Tables]:
     yield from setup_plan(t, None)
     if spec is None:
         return t
+    yield Round([Statement(sql, fetch=False) for sql in index_tables_ddl(t)])
     t = Tables(t.prefix, (yield from generation_plan(t, spec)))
     yield Round([Statement(sql, fetch=False) for sql in vector_ddl(t, spec)])
     return t

@@ -16,12 +16,13 @@ __all__ = [
     "ann_index_ddl",
     "ann_index_name",
     "check_ann",
+    "index_tables_ddl",
     "migrations",
     "setup_plan",
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -104,28 +105,6 @@ def migrations(t: Tables) -> list[list[str]]:
             )
             """,
         ],
-        [
-            f"""
-            CREATE TABLE IF NOT EXISTS {t.embedders} (
-                vectors text COLLATE "C" PRIMARY KEY,
-                identity jsonb NOT NULL,
-                generation int NOT NULL DEFAULT 0
-            )
-            """,
-            f"""
-            CREATE TABLE IF NOT EXISTS {t.reindexing} (
-                source text COLLATE "C" PRIMARY KEY,
-                shadow text NOT NULL,
-                generation int NOT NULL,
-                identity jsonb NOT NULL,
-                fields jsonb NOT NULL,
-                after_ns text COLLATE "C" NOT NULL DEFAULT '',
-                after_key text COLLATE "C" NOT NULL DEFAULT '',
-                done bigint NOT NULL DEFAULT 0,
-                started_at timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-        ],
     ]
 
 
@@ -155,6 +134,34 @@ def ann_index_ddl(table: str, spec: IndexSpec) -> str | None:
         f"CREATE INDEX IF NOT EXISTS {ann_index_name(table, spec)} ON {table} "
         f"USING {spec.kind} (embedding {spec.vector_type}_{_OPCLASS[spec.distance]}_ops){with_}"
     )
+
+
+def index_tables_ddl(t: Tables) -> list[str]:
+    """DDL for the tables every vector index of the store shares: the embedder identity of each
+    vector table family and the position of a running reindex (idempotent). Created by the setup of
+    a store with an index rather than as a schema version: a store without one never needs them."""
+    return [
+        f"""
+        CREATE TABLE IF NOT EXISTS {t.embedders} (
+            vectors text COLLATE "C" PRIMARY KEY,
+            identity jsonb NOT NULL,
+            generation int NOT NULL DEFAULT 0
+        )
+        """,
+        f"""
+        CREATE TABLE IF NOT EXISTS {t.reindexing} (
+            source text COLLATE "C" PRIMARY KEY,
+            shadow text NOT NULL,
+            generation int NOT NULL,
+            identity jsonb NOT NULL,
+            fields jsonb NOT NULL,
+            after_ns text COLLATE "C" NOT NULL DEFAULT '',
+            after_key text COLLATE "C" NOT NULL DEFAULT '',
+            done bigint NOT NULL DEFAULT 0,
+            started_at timestamptz NOT NULL DEFAULT now()
+        )
+        """,
+    ]
 
 
 def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
