@@ -12,6 +12,7 @@ reconnects on the next call.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
@@ -66,19 +67,33 @@ class _Session:
 
 
 class _AsyncSession:
-    """The async store's ``_session()``, as :class:`_Session`."""
+    """The async store's ``_session()``, as :class:`_Session`; with a bounded pool it holds one of
+    the wire's slots for the plan (see :class:`~langmem_adapters.redis.connection.AsyncWire`)."""
 
-    __slots__ = ("_store",)
+    __slots__ = ("_slots", "_store")
 
-    def __init__(self, store: AsyncRedisStore) -> None:
+    def __init__(self, store: AsyncRedisStore, slots: asyncio.Semaphore | None) -> None:
         self._store = store
+        self._slots = slots
 
     async def __aenter__(self) -> Callable[[Round], Awaitable[list[Any]]]:
+        if self._slots is not None:
+            await self._slots.acquire()
+            try:
+                # Start I/O in the loop's next pass: this task may be one of thousands gathered at
+                # once, whose first steps all run in this pass, and a connect or read timeout
+                # started now would count the whole pass (seconds) against the server.
+                await asyncio.sleep(0)
+            except BaseException:
+                self._slots.release()
+                raise
         return self._store._execute
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._slots is not None:
+            self._slots.release()
         if isinstance(exc, LOST):
             raise lost(exc) from exc
 
@@ -366,8 +381,9 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
-        self._execute: Callable[[Round], Awaitable[list[Any]]] = AsyncWire(self.client).execute
-        self._sessions = _AsyncSession(self)
+        wire = AsyncWire(self.client)
+        self._execute: Callable[[Round], Awaitable[list[Any]]] = wire.execute
+        self._sessions = _AsyncSession(self, wire.slots)
         self._bind_loop()
 
     @classmethod
