@@ -219,12 +219,11 @@ def cmd_sweep(args: argparse.Namespace, ctx: Ctx) -> int:
     location = parse_location(args.url)
     with open_store(location) as store:
         removed = int(store.sweep_ttl())
-    if args.json:
-        ctx.out.print_json(data={"store": location.display, "removed": removed})
-    else:
-        ctx.out.print(
-            f"removed {removed} expired item(s) from {escape(location.display)}", highlight=False
-        )
+    ctx.result(
+        args.json,
+        {"store": location.display, "removed": removed},
+        f"removed {removed} expired item(s) from {escape(location.display)}",
+    )
     return 0
 
 
@@ -259,15 +258,11 @@ def cmd_purge(args: argparse.Namespace, ctx: Ctx) -> int:
                 ctx.err.print("aborted: nothing was deleted", highlight=False, markup=False)
                 return FAILURE
         removed = store.delete_namespace(namespace)
-    if args.json:
-        ctx.out.print_json(
-            data={"store": location.display, "namespace": list(namespace), "removed": removed}
-        )
-    else:
-        ctx.out.print(
-            f"removed {removed} item(s) in {escape(name)} and below from {escape(location.display)}",
-            highlight=False,
-        )
+    ctx.result(
+        args.json,
+        {"store": location.display, "namespace": list(namespace), "removed": removed},
+        f"removed {removed} item(s) in {escape(name)} and below from {escape(location.display)}",
+    )
     return 0
 
 
@@ -297,13 +292,11 @@ def cmd_reindex(args: argparse.Namespace, ctx: Ctx) -> int:
             shown[0] = done
 
         n = store.reindex(page_size=args.page_size, progress=progress)
-    if args.json:
-        ctx.out.print_json(data={"store": location.display, "reindexed": n, "embed": args.embed})
-    else:
-        ctx.out.print(
-            f"re-embedded {n} item(s) of {escape(location.display)} with {escape(args.embed)}",
-            highlight=False,
-        )
+    ctx.result(
+        args.json,
+        {"store": location.display, "reindexed": n, "embed": args.embed},
+        f"re-embedded {n} item(s) of {escape(location.display)} with {escape(args.embed)}",
+    )
     return 0
 
 

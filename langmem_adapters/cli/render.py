@@ -45,6 +45,13 @@ class Ctx:
             task = bar.add_task(description, total=total)
             yield lambda n: bar.advance(task, n)
 
+    def result(self, as_json: bool, data: dict[str, Any], text: str) -> None:
+        """A command's outcome on stdout: ``data`` as JSON (``--json``), else the line ``text``."""
+        if as_json:
+            self.out.print_json(data=data)
+        else:
+            self.out.print(text, highlight=False)
+
     def note(self, message: str) -> None:
         """A message on stderr, unless quiet."""
         if not self.quiet:
