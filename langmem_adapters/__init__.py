@@ -1,6 +1,7 @@
 """langmem_adapters: durable, fast, correct long-term memory for LangGraph agents.
 
-Stores (drop-in ``BaseStore``s), memory tiers over any store, and agent memory tools. Every error
+Stores (drop-in ``BaseStore``s), memory tiers over any store, agent memory tools and a memory
+manager that forms memories from conversations. Every error
 the package raises subclasses :class:`LangmemAdaptersError` and is importable from here.
 """
 
@@ -8,6 +9,7 @@ from langmem_adapters import errors
 from langmem_adapters.core.records import StoredItem
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.errors import *  # noqa: F403  (every error of the package)
+from langmem_adapters.manager import AsyncBackgroundManager, BackgroundManager, MemoryManager
 from langmem_adapters.memory import (
     Attribution,
     Episode,
@@ -33,13 +35,16 @@ from langmem_adapters.tools import (
 )
 
 __all__ = [
+    "AsyncBackgroundManager",
     "AsyncPostgresStore",
     "AsyncRedisStore",
     "Attribution",
+    "BackgroundManager",
     "Episode",
     "EpisodicMemory",
     "Fact",
     "HashEmbeddings",
+    "MemoryManager",
     "PostgresStore",
     "ProceduralMemory",
     "Procedure",
