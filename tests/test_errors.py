@@ -45,6 +45,7 @@ RAISERS = {
     "langmem_adapters.tools": ["MemoryToolConfigError", "NamespaceTemplateError"],
     "langmem_adapters.cli": ["CLIError"],
     "langmem_adapters.transfer": ["InvalidRecordError"],
+    "langmem_adapters.server": ["ServerConfigError"],
 }
 
 
