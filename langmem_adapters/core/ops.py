@@ -36,6 +36,7 @@ __all__ = [
     "Batch",
     "Write",
     "check_count",
+    "check_page_size",
     "check_prefix",
     "dump_value",
     "has_long_number",
@@ -199,6 +200,13 @@ def check_count(name: str, value: Any) -> int:
     if value < 0:
         raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
     return value
+
+
+def check_page_size(value: Any) -> int:
+    """A page size (``page_size`` of ``iter_items``, ``restore``, ``reindex``): an integer >= 1."""
+    if check_count("page_size", value) == 0:
+        raise InvalidArgumentError("page_size must be >= 1")
+    return int(value)
 
 
 def validate_op_namespace(op: Op) -> None:

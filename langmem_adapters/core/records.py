@@ -18,7 +18,7 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.ops import dump_value, validate_key
 from langmem_adapters.errors import InvalidRecordError
 
-__all__ = ["Cursor", "StoredItem", "check_records", "cursor_of"]
+__all__ = ["Cursor", "StoredItem", "check_records", "cursor_of", "valid_ttl"]
 
 Cursor = tuple[str, str]
 """A position in the listing order: ``(namespace text, key)`` of the last item read."""
@@ -69,6 +69,14 @@ def _aware(value: Any, what: str, where: str) -> datetime:
     return value
 
 
+def valid_ttl(ttl: Any) -> bool:
+    """Whether ``ttl`` can be a record's ``ttl_minutes``: ``None`` or a positive, finite number (not
+    a bool, which is an int to Python but true/false to JSON)."""
+    return ttl is None or (
+        not isinstance(ttl, bool) and isinstance(ttl, (int, float)) and 0 < ttl < math.inf
+    )
+
+
 def check_records(records: Iterable[StoredItem]) -> list[tuple[StoredItem, str]]:
     """Validate records for ``restore`` before any I/O; each comes back with its value's JSON text.
 
@@ -99,13 +107,7 @@ def check_records(records: Iterable[StoredItem]) -> list[tuple[StoredItem, str]]
         _aware(record.updated_at, "updated_at", where)
         if record.expires_at is not None:
             _aware(record.expires_at, "expires_at", where)
-        ttl = record.ttl_minutes
-        if ttl is not None and (
-            isinstance(ttl, bool)
-            or not isinstance(ttl, (int, float))
-            or not math.isfinite(ttl)
-            or ttl <= 0
-        ):
+        if not valid_ttl(record.ttl_minutes):
             raise InvalidRecordError(f"{where}: ttl_minutes must be a positive number or None")
         checked[(ns, record.key)] = (record, value_json)
     return list(checked.values())

@@ -19,7 +19,7 @@ from langgraph.store.base import ensure_embeddings
 
 from langmem_adapters.core.drive import adrive, drive
 from langmem_adapters.core.identity import Identity, IdentityGuard, probe
-from langmem_adapters.core.ops import check_count
+from langmem_adapters.core.ops import check_page_size
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -72,8 +72,7 @@ def reindex_target(
     """The index a reindex moves to: the store's, with the new embedder and fields (checked)."""
     if spec is None:
         raise InvalidArgumentError("reindex needs a store with a vector index (index=...)")
-    if check_count("page_size", page_size) == 0:
-        raise InvalidArgumentError("page_size must be >= 1")
+    check_page_size(page_size)
     if fields is not None and (
         isinstance(fields, str) or not fields or not all(isinstance(f, str) and f for f in fields)
     ):

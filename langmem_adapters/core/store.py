@@ -32,12 +32,12 @@ from langmem_adapters.core.drive import adrive, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import IdentityGuard
-from langmem_adapters.core.ops import check_count, check_prefix, validate_namespace
+from langmem_adapters.core.ops import check_page_size, check_prefix, validate_namespace
 from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
 from langmem_adapters.core.reindex import AsyncReindex, SyncReindex
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.errors import InvalidArgumentError, InvalidNamespaceError
+from langmem_adapters.errors import InvalidNamespaceError
 
 __all__ = ["AsyncStore", "Embed", "ItemsPage", "Plan", "SyncStore"]
 
@@ -100,20 +100,21 @@ class _Store(BaseStore):
         namespace = validate_namespace(namespace)
         return PutOp(namespace, str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
 
+    def _embedder(self, request: Embed) -> Embeddings:
+        """The model a request names (an identity probe, a reindex target), else the index's."""
+        if request.using is not None:
+            return request.using
+        assert self.index_spec is not None
+        return self.index_spec.embeddings
+
     def _embed(self, request: Embed) -> list[list[float]]:
-        embeddings = request.using
-        if embeddings is None:
-            assert self.index_spec is not None
-            embeddings = self.index_spec.embeddings
+        embeddings = self._embedder(request)
         if request.query:
             return [embeddings.embed_query(t) for t in request.texts]
         return embeddings.embed_documents(request.texts)
 
     async def _aembed(self, request: Embed) -> list[list[float]]:
-        embeddings = request.using
-        if embeddings is None:
-            assert self.index_spec is not None
-            embeddings = self.index_spec.embeddings
+        embeddings = self._embedder(request)
         if request.query:
             return list(await asyncio.gather(*(embeddings.aembed_query(t) for t in request.texts)))
         return await embeddings.aembed_documents(request.texts)
@@ -123,15 +124,12 @@ def _listing(
     namespace_prefix: Any, page_size: Any, after: Any
 ) -> tuple[tuple[str, ...], int, Cursor]:
     """The checked arguments of ``iter_items``."""
-    if check_count("page_size", page_size) == 0:
-        raise InvalidArgumentError("page_size must be >= 1")
-    return check_prefix(namespace_prefix), page_size, cursor_of(after)
+    return check_prefix(namespace_prefix), check_page_size(page_size), cursor_of(after)
 
 
 def _pages(records: Iterable[StoredItem], page_size: Any) -> list[list[tuple[StoredItem, str]]]:
     """``restore``'s input checked whole (nothing is written if any record is bad), in pages."""
-    if check_count("page_size", page_size) == 0:
-        raise InvalidArgumentError("page_size must be >= 1")
+    page_size = check_page_size(page_size)
     checked = check_records(records)
     return [checked[i : i + page_size] for i in range(0, len(checked), page_size)]
 

@@ -9,12 +9,11 @@ so two exports of equal stores compare equal as files.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from langmem_adapters.core.records import StoredItem
+from langmem_adapters.core.records import StoredItem, valid_ttl
 from langmem_adapters.errors import InvalidRecordError
 
 __all__ = ["item_from_json", "item_to_json", "read_items", "write_items"]
@@ -76,8 +75,7 @@ def item_from_json(line: str, where: str) -> StoredItem:
         raise InvalidRecordError(f"{where}: key must be a string")
     if not isinstance(value, dict):
         raise InvalidRecordError(f"{where}: value must be a JSON object")
-    # type(), not isinstance(): JSON true is a bool, which is an int; NaN fails both comparisons.
-    if ttl is not None and not (type(ttl) in (int, float) and 0 < ttl < math.inf):
+    if not valid_ttl(ttl):
         raise InvalidRecordError(f"{where}: ttl_minutes must be a positive number or null")
     expires = data.get("expires_at")
     return StoredItem(
