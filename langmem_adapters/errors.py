@@ -40,6 +40,14 @@ class LangmemAdaptersError(Exception):
     """The root of every error of this package: ``except LangmemAdaptersError`` catches them all."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type name if it has none), for one-line
+    reports such as the CLI's ``error:`` and a reader's "cannot read" (not in ``__all__``: it is a
+    helper, not an error)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
 # --------------------------------------------------------------------------- bad input to a store
 
 

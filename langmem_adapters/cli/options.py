@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langmem_adapters.demo import SCRIPT, SCRIPTED_LABEL, ScriptedChatModel
 from langmem_adapters.embeddings import HashEmbeddings
-from langmem_adapters.errors import CLIError
+from langmem_adapters.errors import CLIError, first_line
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -35,12 +35,6 @@ CONNECT_TIMEOUT = 5
 PAGE = 500
 #: Exit status of a usage mistake and of any other failure.
 USAGE, FAILURE = 2, 1
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type name if it has none), for ``error:``."""
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 def parse_namespace(text: str | None) -> tuple[str, ...]:

@@ -28,18 +28,13 @@ import redis
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.records import StoredItem
 from langmem_adapters.core.store import PAGE_SIZE
-from langmem_adapters.errors import StoreError
+from langmem_adapters.errors import StoreError, first_line
 from langmem_adapters.transfer.source import Page, Position
 
 __all__ = ["OfficialPostgresReader", "OfficialRedisReader"]
 
 _LIVE = "(expires_at IS NULL OR expires_at > now())"
 _UNESCAPE = re.compile(r"\\(.)")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 class OfficialPostgresReader:
@@ -115,7 +110,7 @@ class OfficialRedisReader:
             items = []
             for key, doc, pttl in zip(chunk, replies[0::2], replies[1::2]):
                 if isinstance(doc, Exception):
-                    raise StoreError(f"cannot read {key} from {self.name}: {_first_line(doc)}")
+                    raise StoreError(f"cannot read {key} from {self.name}: {first_line(doc)}")
                 if doc is not None:  # None: expired or deleted since the listing
                     items.append(_item(json.loads(doc), pttl))
             yield items, [chunk[-1]]
