@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.ops import dump_value, validate_key
-from langmem_adapters.errors import InvalidRecordError
+from langmem_adapters.core.ops import dump_value, validate_key, validate_namespace
+from langmem_adapters.errors import InvalidNamespaceError, InvalidRecordError
 
 __all__ = ["Cursor", "StoredItem", "check_records", "cursor_of", "valid_ttl"]
 
@@ -97,6 +97,10 @@ def check_records(records: Iterable[StoredItem]) -> list[tuple[StoredItem, str]]
                 f"{where}: namespace must be a non-empty tuple of non-empty labels without '.', "
                 f"got {ns!r}"
             )
+        try:
+            validate_namespace(ns)
+        except InvalidNamespaceError as exc:
+            raise InvalidRecordError(f"{where}: {exc}") from None
         validate_key(record.key)
         if not isinstance(record.value, Mapping):
             raise InvalidRecordError(

@@ -208,8 +208,17 @@ def test_restore_into_an_indexed_store_makes_items_searchable(indexed: PostgresS
         _record(("x",), "ttl", {"v": 1}, ttl_minutes=0),
         _record((), "no-namespace", {"v": 1}),
         _record(("x",), "nan", {"v": float("nan")}),
+        _record(("langgraph", "x"), "reserved-root", {"v": 1}),
+        _record(("x\udc80",), "surrogate", {"v": 1}),
     ],
-    ids=["naive-datetime", "ttl-0", "empty-namespace", "nan-value"],
+    ids=[
+        "naive-datetime",
+        "ttl-0",
+        "empty-namespace",
+        "nan-value",
+        "langgraph-root",
+        "surrogate-label",
+    ],
 )
 def test_a_bad_record_writes_nothing(store: PostgresStore, bad: StoredItem) -> None:
     good = [_record(("x",), "g1", {"v": 1}), _record(("x",), "g2", {"v": 2})]
