@@ -30,6 +30,7 @@ from langmem_adapters.errors import InvalidArgumentError, StoreError
 from langmem_adapters.redis.export import items_plan
 from langmem_adapters.redis.identity import recorded_json
 from langmem_adapters.redis.layout import Keys, Mode, text
+from langmem_adapters.redis.namespaces import count_plan
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.schema import index_command
 from langmem_adapters.redis.scripts import Call, Round
@@ -74,14 +75,12 @@ class RedisReindex:
     def start(self) -> Steps:
         """Resume the reindex recorded for the same identity and fields, or start anew."""
         k = self.keys
-        state, registry = yield Round(
-            [Call(("HGETALL", k.reindexing)), Call(("ZCARD", k.registry))]
-        )
+        (state,) = yield Round([Call(("HGETALL", k.reindexing))])
         pairs = state.items() if isinstance(state, dict) else zip(state[::2], state[1::2])
         got = {text(a): text(b) for a, b in pairs}
         fields = json.dumps(list(self.target.fields))
         self.mode = yield from self._ready()
-        self.total = (yield from self._count()) if registry else 0
+        self.total = yield from count_plan(k, self.mode, (), ())
         same = got and got.get("fields") == fields
         if same and Identity.from_json(got["identity"]).same_model(self.identity):
             self.after = (got["after_ns"], got["after_key"])
@@ -109,19 +108,6 @@ class RedisReindex:
             ]
         )
         return 0, self.total
-
-    def _count(self) -> Generator[Round, list[Any], int]:
-        """The live items of the store (their namespaces' ZSETs counted)."""
-        now_ms = time.time_ns() // 1_000_000
-        (names,) = yield Round(
-            [Call(("ZRANGE", self.keys.registry, f"({now_ms}", "+inf", "BYSCORE"))]
-        )
-        if not names:
-            return 0
-        counts = yield Round(
-            [Call(("ZCOUNT", self.keys.zset(text(n)), f"({now_ms}", "+inf")) for n in names]
-        )
-        return sum(int(c) for c in counts)
 
     def page(self, limit: int) -> Steps:
         """Re-embed the next ``limit`` items into their shadows and record the position; ``None``
