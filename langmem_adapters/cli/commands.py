@@ -61,11 +61,10 @@ def cmd_inspect(args: argparse.Namespace, ctx: Ctx) -> int:
     if args.limit <= 0:
         raise CLIError("--limit must be positive", USAGE)
     with open_store(location, index) as store:
-        counts = _namespace_counts(store)
         if not namespace and args.query is None and filter_ is None and not args.items:
-            print_tree(ctx, location.display, counts, args.json)
+            print_tree(ctx, location.display, _namespace_counts(store), args.json)
             return 0
-        under = sum(n for ns, n in counts.items() if ns[: len(namespace)] == namespace)
+        under = store.count(namespace)
         if namespace and not under:
             raise CLIError(
                 f"unknown namespace {'.'.join(namespace)!r} in {location.display} "

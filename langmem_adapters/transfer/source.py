@@ -44,8 +44,8 @@ class StoreSource:
         self.namespace_prefix = namespace_prefix
 
     def count(self) -> int:
-        """Live items under the prefix, counted by reading them (the stores have no cheaper count)."""
-        return sum(1 for _ in self.store.iter_items(self.namespace_prefix))
+        """Live items under the prefix (the store's ``count``: no item is read)."""
+        return self.store.count(self.namespace_prefix)
 
     def pages(self, after: Position | None = None, page_size: int = PAGE_SIZE) -> Iterator[Page]:
         """Pages of ``iter_items``, resuming after the cursor ``after``."""
