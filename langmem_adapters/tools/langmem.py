@@ -13,6 +13,7 @@ from langmem_adapters.memory import Attribution, Fact, SemanticMemory
 from langmem_adapters.memory.checks import check_filter
 from langmem_adapters.memory.flows import Flow, call
 from langmem_adapters.memory.matching import lexical_score, matches_filter
+from langmem_adapters.memory.tier import done, search_ranked
 from langmem_adapters.memory.times import utc_now
 from langmem_adapters.tools.env import ToolEnv
 from langmem_adapters.tools.values import Hit, aware, to_json
@@ -60,35 +61,31 @@ def langmem_hits(
     as_of: datetime | None,
 ) -> Flow[list[Hit]]:
     """langmem-style items stored directly under ``root`` (see the package docstring)."""
-    page_size = max(need, 50)
-    offset = 0
-    ranked = False
-    hits: list[Hit] = []
-    while True:
-        page: list[SearchItem] = yield from call(
-            env.store,
-            "search",
-            env.root,
-            query=query,
-            filter={"kind": {"$ne": "fact"}},
-            limit=page_size,
-            offset=offset,
-        )
-        ranked = ranked or any(item.score is not None for item in page)
+    conditions = check_filter(meta_filter)
+
+    def select(page: list[SearchItem]) -> Flow[list[Hit]]:
+        hits: list[Hit] = []
         for item in page:
-            if tuple(item.namespace) != env.root or not is_langmem_value(item.value):
+            if not is_langmem_value(item.value):
                 continue
             since = aware(item.updated_at)
             extras = {k: v for k, v in item.value.items() if k != "content"}
-            if (as_of is not None and since > as_of) or not matches_filter(
-                extras, check_filter(meta_filter)
-            ):
+            if (as_of is not None and since > as_of) or not matches_filter(extras, conditions):
                 continue
             text = content_text(item.value["content"])
             score = item.score
             if query is not None and score is None:
                 score = lexical_score(query, text)
             hits.append(Hit(item.key, text, since, None, score))
-        if len(page) < page_size or (ranked and len(hits) >= need):
-            return hits
-        offset += len(page)
+        return done(hits)
+
+    hits, _ = yield from search_ranked(
+        env.store,
+        env.root,
+        query=query,
+        filter={"kind": {"$ne": "fact"}},
+        page_size=max(need, 50),
+        wanted=need,
+        select=select,
+    )
+    return hits
