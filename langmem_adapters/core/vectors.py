@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
 
+from langmem_adapters.core.hybrid import HybridSpec
 from langmem_adapters.errors import (
     EmbeddingDimensionError,
     InvalidArgumentError,
@@ -26,7 +27,8 @@ Distance = Literal["cosine", "l2", "inner_product"]
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """A validated ``IndexConfig``: embedder, dimensions, default fields and ANN options."""
+    """A validated ``IndexConfig``: embedder, dimensions, default fields, ANN options, and the
+    hybrid (lexical + vector) options when ``index={"hybrid": ...}`` asks for them."""
 
     dims: int
     embeddings: Embeddings
@@ -35,6 +37,7 @@ class IndexSpec:
     kind: str
     vector_type: str
     ann: Mapping[str, Any]
+    hybrid: HybridSpec | None = None
 
     @classmethod
     def from_config(cls, config: IndexConfig | Mapping[str, Any]) -> IndexSpec:
@@ -77,6 +80,7 @@ class IndexSpec:
             kind=kind,
             vector_type=vector_type,
             ann=ann,
+            hybrid=HybridSpec.from_option(config.get("hybrid")),
         )
 
     def score(self, distance: float) -> float:
