@@ -98,12 +98,15 @@ def words(text: str) -> list[str]:
 
 def fuse(vector: Sequence[K], lexical: Sequence[K], spec: HybridSpec) -> list[tuple[K, float]]:
     """Reciprocal rank fusion of two rankings (best first, each key at most once), best first; ties
-    keep the vector ranking's order, then the lexical one's."""
+    keep the vector ranking's order, then the lexical one's. A side weighted 0 is left out
+    (``vector_weight=0``: a lexical-only ranking)."""
+    sides = [(vector, spec.vector_weight), (lexical, spec.lexical_weight)]
+    sides = [(ranking, weight) for ranking, weight in sides if weight > 0]
     scores: dict[K, float] = {}
-    for ranking, weight in ((vector, spec.vector_weight), (lexical, spec.lexical_weight)):
+    for ranking, weight in sides:
         for rank, key in enumerate(ranking, start=1):
             scores[key] = scores.get(key, 0.0) + weight / (spec.k + rank)
     first: dict[K, int] = {}
-    for i, key in enumerate([*vector, *lexical]):
+    for i, key in enumerate(key for ranking, _ in sides for key in ranking):
         first.setdefault(key, i)
     return sorted(scores.items(), key=lambda kv: (-kv[1], first[kv[0]]))
