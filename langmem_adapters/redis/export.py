@@ -27,7 +27,13 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import EPOCH, NO_EXPIRY, Keys, Mode, datetime_of, text
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.writes import delete_entry, embed_writes, restore_entry, write_rounds
+from langmem_adapters.redis.writes import (
+    delete_entry,
+    embed_writes,
+    lexical_text,
+    restore_entry,
+    write_rounds,
+)
 
 __all__ = ["items_plan", "restore_plan"]
 
@@ -103,7 +109,13 @@ def restore_plan(
     entries = [
         delete_entry(nsp.join(r.namespace), r.key)
         if r.expires_at is not None and r.expires_at <= now
-        else restore_entry(mode, r, value_json, vectors.get((nsp.join(r.namespace), r.key), []))
+        else restore_entry(
+            mode,
+            r,
+            value_json,
+            vectors.get((nsp.join(r.namespace), r.key), []),
+            lexical_text(spec, r.value, None),
+        )
         for r, value_json in records
     ]
     for request in write_rounds(keys, mode, now_us, entries, cluster) if entries else ():

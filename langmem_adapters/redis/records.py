@@ -25,7 +25,7 @@ class Record:
 
     ``distance`` is pgvector's (cosine ``1 - cos``, inner product ``-dot``, l2 Euclidean), which
     ``IndexSpec.score`` turns into the score; ``raw_distance`` is the server's, which orders its
-    KNN window.
+    KNN window; ``score``, when set, replaces the distance's (a hybrid search's fused value).
     """
 
     namespace: tuple[str, ...]
@@ -37,6 +37,7 @@ class Record:
     distance: float | None = None
     raw_distance: float | None = None
     vectors: np.ndarray[Any, Any] | None = None
+    score: float | None = None
 
     @classmethod
     def parse(cls, meta: Any, created: Any) -> Record:
@@ -63,7 +64,9 @@ class Record:
 
     def search_item(self, spec: IndexSpec | None) -> SearchItem:
         """The record as a ``SearchItem``, scored from its distance when it has one."""
-        score = None if self.distance is None or spec is None else spec.score(self.distance)
+        score = self.score
+        if score is None and self.distance is not None and spec is not None:
+            score = spec.score(self.distance)
         return make_search_item(
             self.namespace,
             self.key,

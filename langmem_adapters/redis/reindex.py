@@ -35,6 +35,7 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.schema import index_command
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import namespace_tokens, value_tokens
+from langmem_adapters.redis.writes import lexical_text
 
 __all__ = ["RedisReindex"]
 
@@ -182,7 +183,12 @@ class RedisReindex:
                 )
             shadow = k.shadow(ns, key)
             sha = hashlib.sha1(blob).hexdigest()
-            calls.append(Call(("HSET", shadow, "s", sha, "h", hashes_json, "e", e, "d", doc)))
+            # a hybrid store's words follow the new fields (the switch sets them with the vectors)
+            words = lexical_text(spec, r.value, None)
+            kept = () if words is None else ("w", words)
+            calls.append(
+                Call(("HSET", shadow, "s", sha, "h", hashes_json, "e", e, "d", doc, *kept))
+            )
             calls.append(Call(("EXPIRE", shadow, SHADOW_TTL_S)))
         yield Round(calls)
 

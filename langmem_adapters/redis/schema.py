@@ -15,6 +15,10 @@ __all__ = ["MODES", "check_mode", "index_command", "setup_plan"]
 
 MODES = ("auto", "query_engine", "plain")
 
+#: The items index's field of a hybrid store's words (see ``redis/lexical.py``): no stemming, so an
+#: identifier matches exactly and any language alike.
+TEXT_FIELD = ("w", "TEXT", "NOSTEM")
+
 
 def check_mode(mode: Any) -> None:
     """Reject a ``mode`` option other than ``auto``, ``query_engine`` or ``plain``."""
@@ -70,11 +74,18 @@ def setup_plan(
         fresh = not recorded
         calls = [Call(_create_index(keys, None, fresh))]
         calls += [Call(_create_index(keys, spec, fresh))] if spec is not None else []
+        if spec is not None and spec.hybrid is not None:  # an index made before gets the field
+            calls.append(Call(("FT.ALTER", keys.index(None), "SCHEMA", "ADD", *TEXT_FIELD)))
         for created in (yield Round(calls, check=False)):
-            if isinstance(created, Exception) and "already exists" not in str(created):
+            if isinstance(created, Exception) and not _exists(created):
                 raise created
     yield Round([Call(("SET", keys.mode, chosen, "NX"))])
     return chosen
+
+
+def _exists(error: Exception) -> bool:
+    """Whether a failed FT.CREATE / FT.ALTER only found its index or field already there."""
+    return "already exists" in str(error) or "Duplicate field" in str(error)
 
 
 def _info_field(info: Any, name: str) -> str:
@@ -95,6 +106,7 @@ def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tu
     if spec is None:
         schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
         schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX"]  # sorted by, never filtered on
+        schema += [*TEXT_FIELD]  # a hybrid store's words; absent from other stores' items
         on, prefix = "HASH", f"{keys.prefix}:i:"
     else:
         metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
@@ -120,4 +132,7 @@ def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tu
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
         on, prefix = "JSON", f"{keys.prefix}:v:"
     scan = ("SKIPINITIALSCAN",) if fresh else ()
-    return ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, *scan, "SCHEMA", *schema)
+    # No stop words: the lexical side of a hybrid search matches "a" or "the" like any word.
+    words = ("STOPWORDS", 0) if spec is None else ()
+    head = ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, *scan, *words)
+    return (*head, "SCHEMA", *schema)

@@ -33,6 +33,8 @@ SCRIPTS = {
 }
 #: ``reindex_switch``: the atomic end of a reindex (see ``lua/reindex_switch.lua``).
 SCRIPTS["reindex_switch"] = _source("reindex_switch")
+#: ``lexical``: the lexical side of a hybrid search (see ``lua/lexical.lua``).
+SCRIPTS["lexical"] = _source("lexical")
 #: Script name -> SHA1 of its source, for ``EVALSHA``.
 SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
 

@@ -24,9 +24,10 @@ import orjson
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed, embed_missing, texts_to_embed
+from langmem_adapters.core.hybrid import words
 from langmem_adapters.core.ops import Write, load_json
 from langmem_adapters.core.records import StoredItem
-from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.core.vectors import IndexSpec, extract_texts
 from langmem_adapters.redis.layout import EPOCH, GRACE_MS, NO_EXPIRY, Keys, Mode, text
 from langmem_adapters.redis.records import decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
@@ -37,6 +38,7 @@ __all__ = [
     "Vectors",
     "delete_entry",
     "embed_writes",
+    "lexical_text",
     "put_entry",
     "restore_entry",
     "sweep_plan",
@@ -124,29 +126,59 @@ def delete_entry(ns_text: str, key: str) -> Entry:
     return Entry(ns_text, key, "d", NO_EXPIRY, ("d",))
 
 
-def put_entry(mode: Mode, ns_text: str, w: Write, now_us: int, vectors: Vectors, op: str) -> Entry:
-    """A put (``op`` ``p``) or put-if-absent (``a``) written now, expiring after its TTL."""
+def put_entry(
+    mode: Mode,
+    ns_text: str,
+    w: Write,
+    now_us: int,
+    vectors: Vectors,
+    op: str,
+    words: str | None = None,
+) -> Entry:
+    """A put (``op`` ``p``) or put-if-absent (``a``) written now, expiring after its TTL; ``words``:
+    a hybrid store's indexed text (see :func:`lexical_text`)."""
     ttl_ms = _ttl_ms(w.ttl) if w.ttl is not None else None
     x = now_us // 1000 + ttl_ms if ttl_ms is not None else NO_EXPIRY
-    head = (op.upper() if vectors else op, "" if ttl_ms is None else str(ttl_ms), x)
+    head = (_code(op, vectors, words), "" if ttl_ms is None else str(ttl_ms), x)
     assert w.value is not None and w.value_json is not None
     args = _item_args(mode, w.namespace, w.key, w.value, w.value_json, now_us, w.ttl, vectors)
-    return Entry(ns_text, w.key, head[0], x, head + args)
+    return Entry(ns_text, w.key, head[0], x, head + args + _words(words))
+
+
+def _code(op: str, vectors: Vectors, words: str | None) -> str:
+    """The write script's op code: upper case with vectors, a ``w`` after it with a hybrid text."""
+    return (op.upper() if vectors else op) + ("" if words is None else "w")
+
+
+def _words(words: str | None) -> tuple[str, ...]:
+    return () if words is None else (words,)
+
+
+def lexical_text(spec: IndexSpec | None, value: Mapping[str, Any], index: Any) -> str | None:
+    """What a hybrid store keeps of an item for its lexical side: the words (``core.hybrid.words``)
+    of the texts it is embedded from (its own ``index`` fields, else the index's; none for
+    ``index=False``), space-separated; ``None`` for a store without hybrid search, which stores none."""
+    if spec is None or spec.hybrid is None:
+        return None
+    fields = spec.fields if index is None else (index or ())
+    return " ".join(w for _, t in extract_texts(value, fields) for w in words(t))
 
 
 def _us(at: datetime) -> int:
     return (at - EPOCH) // timedelta(microseconds=1)
 
 
-def restore_entry(mode: Mode, record: StoredItem, value_json: str, vectors: Vectors) -> Entry:
+def restore_entry(
+    mode: Mode, record: StoredItem, value_json: str, vectors: Vectors, words: str | None = None
+) -> Entry:
     """A restored item (``op`` ``r``): written with its own created_at, updated_at and expiry."""
     expires = record.expires_at
     x = NO_EXPIRY if expires is None else (expires - EPOCH) // timedelta(milliseconds=1)
     updated = _us(record.updated_at)
-    head = ("R" if vectors else "r", _us(record.created_at), updated, x)
+    head = (_code("r", vectors, words), _us(record.created_at), updated, x)
     ns, key, ttl = record.namespace, record.key, record.ttl_minutes
     args = _item_args(mode, ns, key, record.value, value_json, updated, ttl, vectors)
-    return Entry(nsp.join(ns), key, head[0], x, head + args)
+    return Entry(nsp.join(ns), key, head[0], x, head + args + _words(words))
 
 
 def _item_args(

@@ -3,6 +3,7 @@
 -- KEYS: the registry, the embedders hash, the reindex state, its text-hash cache, then the ZSETs of
 -- the namespaces, in the order of ARGV[4 + i].
 -- ARGV: now_ms, query engine ("1"/"0"), identity field name and value, then the namespaces.
+-- A shadow with a field w (a hybrid store's) also replaces the item's words ('' removes them).
 -- A shadow records the SHA1 of the item meta it was made from (s): an item written since, one
 -- without a shadow, or a registry namespace not passed changes nothing and is returned for a
 -- catch-up: {'stale', item keys...} or {'namespaces', names...} (at most 1000 a call); else
@@ -33,8 +34,15 @@ end
 if #stale > 0 then return {'stale', unpack(stale)} end
 for _, key in ipairs(live) do
   local r = shadow(key)
-  local got = redis.call('HMGET', r, 'h', 'e', 'd', 'x')
-  redis.call('HSET', key, 'h', got[1], 'e', got[2])
+  local got = redis.call('HMGET', r, 'h', 'e', 'd', 'x', 'w')
+  if got[5] == '' then  -- a hybrid store's words (field w) switch with the vectors
+    redis.call('HDEL', key, 'w')
+    redis.call('HSET', key, 'h', got[1], 'e', got[2])
+  elseif got[5] then
+    redis.call('HSET', key, 'h', got[1], 'e', got[2], 'w', got[5])
+  else
+    redis.call('HSET', key, 'h', got[1], 'e', got[2])
+  end
   if qe then
     local v = vkey(key)
     if got[3] ~= '' then

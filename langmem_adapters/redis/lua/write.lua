@@ -7,6 +7,8 @@
 --   r restore (R with vectors): created_us, updated_us, x, m, then as for p (P): the item is
 --     written with these timestamps and expires at x (ms; NO_EXPIRY: never);
 --   d delete: nothing; t touch (refresh TTL): ttl_ms, x.
+-- A put or restore op followed by "w" (pw, Aw, ...) is a hybrid store's: one more argument at its
+-- end, the item's indexed words (field w, which the items index reads as TEXT; '' removes it).
 -- Returns the number of items written.
 -- Entries of expired items are kept for GRACE ms (readers skip them) so sweep_ttl() can count them;
 -- a group drops them when it deletes or writes an item with a TTL (a group of permanent writes
@@ -24,6 +26,8 @@ for g = 1, tonumber(ARGV[3]) do
   a = a + 2
   for i = 1, n do
     local key, op = KEYS[k], ARGV[a]
+    local hy = string.sub(op, 2) == 'w'  -- a hybrid store's write: its words come last
+    op = string.sub(op, 1, 1)
     k = k + 1
     if op == 'd' then
       a = a + 1
@@ -54,6 +58,11 @@ for g = 1, tonumber(ARGV[3]) do
       if with then h, e, a = ARGV[a], ARGV[a + 1], a + 2 end
       if qe then p, t, a = ARGV[a], ARGV[a + 1], a + 2 end
       if qe and with then doc, a = ARGV[a], a + 1 end
+      local words = {}
+      if hy then
+        if ARGV[a] ~= '' then words = {'w', ARGV[a]} end
+        a = a + 1
+      end
       -- the stored created_at, false when there is no item (the read doubles as the existence test),
       -- the stored text hashes ('[]' or absent: the item has no vectors) and expiry
       local got = redis.call('HMGET', key, 'c', 'h', 'x')
@@ -64,13 +73,14 @@ for g = 1, tonumber(ARGV[3]) do
         local vectors = with or (got[2] and got[2] ~= '[]')  -- now or before
         local v = qe and vectors and vkey(key)
         if qe and vectors then
-          redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', created, 'x', x, 'u', updated, 'p', p, 't', t)
+          redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', created, 'x', x, 'u', updated, 'p', p, 't', t, unpack(words))
           if with then redis.call('JSON.SET', v, '$', doc) else redis.call('DEL', v) end
         elseif qe then  -- no vectors now or before: h and e stay absent
-          redis.call('HSET', key, 'm', m, 'c', created, 'x', x, 'u', updated, 'p', p, 't', t)
+          redis.call('HSET', key, 'm', m, 'c', created, 'x', x, 'u', updated, 'p', p, 't', t, unpack(words))
         else
-          redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', created, 'x', x)
+          redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', created, 'x', x, unpack(words))
         end
+        if hy and stored and not words[1] then redis.call('HDEL', key, 'w') end
         -- a vector document gets the item's expiry whatever it had (JSON.SET keeps a key's TTL)
         local lasting = (restore and tonumber(x) >= NO_EXPIRY) or ttl == ''
         if lasting then

@@ -1,0 +1,167 @@
+"""Hybrid search on Redis (``index={"hybrid": ...}``): the lexical side of a query search and its
+fusion with the vector side (``core.hybrid.fuse``) into the page.
+
+A hybrid store keeps each item's indexed words in its hash (field ``w``, see
+:func:`~langmem_adapters.redis.writes.lexical_text`). In Query Engine mode the items index reads
+``w`` as a TEXT field (``NOSTEM``, index without stop words): the lexical side is one ``FT.SEARCH``
+with the namespace and filter clauses of the vector search, ranked by ``BM25STD``, sent in the same
+pipeline round as the KNN query. The query text is reduced to its words (``core.hybrid.words``),
+each passed as a query parameter, so nothing of the caller's text is parsed as query syntax. In
+plain mode the lexical side is BM25 computed here (``core.bm25``) over the searched items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Generator, Sequence
+from typing import Any
+
+from langgraph.store.base import SearchOp
+
+from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.bm25 import bm25
+from langmem_adapters.core.filters import Condition, matches
+from langmem_adapters.core.hybrid import HybridSpec, fuse, words
+from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.layout import Keys, under
+from langmem_adapters.redis.records import Record
+from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.search import Searcher
+
+__all__ = ["MAX_TERMS", "Lexical", "fused", "plain_hybrid", "query_terms", "sides"]
+
+#: Distinct query words the lexical side matches at most (the first ones): a page of text as a query
+#: stays one bounded server query.
+MAX_TERMS = 64
+
+ItemKey = tuple[str, str]
+"""An item's ``(namespace text, key)``."""
+
+
+def query_terms(query: str | None) -> list[str]:
+    """The distinct words of a query, in order, at most :data:`MAX_TERMS`; none: the vector side
+    alone ranks the page."""
+    return list(dict.fromkeys(words(query or "")))[:MAX_TERMS]
+
+
+def _key(r: Record) -> ItemKey:
+    return (nsp.join(r.namespace), r.key)
+
+
+def sides(
+    keys: Keys,
+    spec: IndexSpec | None,
+    op: SearchOp,
+    conds: tuple[Condition, ...],
+    qvec: list[float] | None,
+    ef: int,
+    broad: Collection[str],
+) -> tuple[Searcher, Lexical | None]:
+    """A Query Engine search's server side: its :class:`Searcher`; for a hybrid store's query
+    search, that of the vector side (the first candidates of the same search) and the lexical side."""
+    hybrid = spec.hybrid if spec is not None and qvec is not None else None
+    if hybrid is None:
+        return Searcher(keys, spec, op, conds, qvec, ef, broad), None
+    wide = op._replace(offset=0, limit=hybrid.candidates(op.offset, op.limit))
+    vector = Searcher(keys, spec, wide, conds, qvec, ef, broad)
+    return vector, Lexical(keys, vector, op, conds, hybrid)
+
+
+class Lexical:
+    """The lexical side of one Query Engine hybrid search: the BM25-ranked matches of the query's
+    words among the items that pass the vector search's namespace and filter clauses."""
+
+    def __init__(
+        self,
+        keys: Keys,
+        vector: Searcher,
+        op: SearchOp,
+        conds: tuple[Condition, ...],
+        hybrid: HybridSpec,
+    ) -> None:
+        """``vector``: the search's vector side (its clauses are reused); ``op``: the search."""
+        self.keys, self.op, self.conds = keys, op, conds
+        self.terms = query_terms(op.query)
+        self.parts, self.exact = vector.parts, vector.exact
+        self.hybrid, self.want = hybrid, hybrid.candidates(op.offset, op.limit)
+
+    def call(self, window: int) -> Call | None:
+        """The ``FT.SEARCH`` of the ``window`` best matches (through the lexical script), or None
+        when the query has no words."""
+        if not self.terms:
+            return None
+        names = [f"t{i}" for i in range(len(self.terms))]
+        text = f"@w:({'|'.join('$' + n for n in names)})"
+        query = " ".join([*self.parts, text])
+        params = [x for n, t in zip(names, self.terms) for x in (n, t)]
+        # VERBATIM: no stemming of the query's words either (the field is NOSTEM)
+        args: tuple[Any, ...] = (self.keys.index(None), query, "NOCONTENT", "VERBATIM")
+        args += ("WITHSCORES", "SCORER", "BM25STD", "LIMIT", 0, window)
+        args += ("PARAMS", len(params), *params, "DIALECT", 2)
+        return Call(args, script="lexical")
+
+    def calls(self) -> list[Call]:
+        """What the lexical side sends in the search's round: its query, none without words."""
+        call = self.call(self.want)
+        return [] if call is None else [call]
+
+    def page(
+        self, vector: Sequence[Record], replies: Sequence[Any]
+    ) -> Generator[Round, list[Any], list[Record]]:
+        """The search's page: the fusion of the vector side's ``vector`` (nearest first) and of the
+        lexical side read from ``replies`` (the answers to :meth:`calls`)."""
+        lexical = (yield from self.run(replies[0])) if replies else []
+        return fused(self.hybrid, vector, lexical)[self.op.offset : self.op.offset + self.op.limit]
+
+    def run(self, reply: Any) -> Generator[Round, list[Any], list[Record]]:
+        """The ranking (best first, ties by namespace and key), widened while conditions checked
+        here leave fewer than the candidates wanted and the server has more."""
+        window = self.want
+        while True:
+            hits, rows = load_json(reply)
+            scored = [(-float(s), Record.parse(m, c)) for m, c, s in rows]
+            ok = [(s, r) for s, r in scored if self.exact or self._ok(r)]
+            if self.exact or len(ok) >= self.want or hits <= window:
+                break
+            window *= 4
+            call = self.call(window)
+            assert call is not None
+            (reply,) = yield Round([call])
+        ok.sort(key=lambda sr: (sr[0], *_key(sr[1])))
+        return [r for _, r in ok[: self.want]]
+
+    def _ok(self, r: Record) -> bool:
+        return under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
+
+
+def plain_hybrid(
+    hybrid: HybridSpec,
+    op: SearchOp,
+    records: Sequence[Record],
+    texts: dict[ItemKey, list[str]],
+) -> list[Record]:
+    """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
+    their first candidates and of the candidates BM25 (over these records) ranks first for the
+    query's words (ties by namespace and key)."""
+    want = hybrid.candidates(op.offset, op.limit)
+    terms = query_terms(op.query)
+    lexical: list[Record] = []
+    if terms:
+        scores = bm25(terms, [texts.get(_key(r), []) for r in records])
+        hits = sorted((-s, _key(r), i) for i, (s, r) in enumerate(zip(scores, records)) if s > 0)
+        lexical = [records[i] for _, _, i in hits[:want]]
+    return fused(hybrid, records[:want], lexical)
+
+
+def fused(hybrid: HybridSpec, vector: Sequence[Record], lexical: Sequence[Record]) -> list[Record]:
+    """The reciprocal rank fusion of both sides (best first), each record scored with its fused
+    value."""
+    by_key = {_key(r): r for r in lexical}
+    by_key.update((_key(r), r) for r in vector)
+    ranked = fuse([_key(r) for r in vector], [_key(r) for r in lexical], hybrid)
+    out = []
+    for k, score in ranked:
+        r = by_key[k]
+        r.score = score
+        out.append(r)
+    return out
