@@ -9,11 +9,12 @@ Semantics (the same on every store of this package):
   a missing field or a value of another type never satisfies them.
 - Extensions: ``$in`` / ``$nin`` (a list of values), ``$exists`` (a bool).
 - A dotted key ``"a.b"`` is a path into nested objects; an all-digit segment also indexes arrays.
+- Operands are JSON values a stored value could hold: string object keys, finite numbers, no NUL
+  or lone surrogate, nested at most ``MAX_NESTING`` (500) levels, as item values are.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from langmem_adapters.errors import InvalidFilterError
 
 __all__ = [
     "COMPARISONS",
+    "MAX_NESTING",
     "OPERATORS",
     "Condition",
     "get_path",
@@ -54,18 +56,56 @@ def has_nul(json_text: str) -> bool:
     return "u0000" in json_text and _NUL_ESCAPE.search(json_text) is not None
 
 
+# How deep an item value (and so a filter operand, which is compared with a part of one) may nest:
+# deeper values are refused on put, and every backend serves this depth within Python's recursion
+# limit (the JSON encoder and parser recurse once per level).
+MAX_NESTING = 500
+
+
+def _check_text(text: str, what: str) -> None:
+    """Refuse a string no stored value can hold: with NUL (PostgreSQL text cannot) or a lone
+    surrogate (not UTF-8, so no server can take it); ``what`` names it in the message."""
+    if "\x00" in text:
+        raise InvalidFilterError(f"{what} contains a NUL character")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidFilterError(
+                f"{what} contains a lone surrogate, which is not valid UTF-8"
+            ) from None
+
+
 def _check_json(value: Any, where: str) -> None:
-    if type(value) is str:  # the commonest operand: only NUL can make it unstorable
-        if "\x00" in value:
-            raise InvalidFilterError(f"filter operand for {where} contains a NUL character")
+    """Raise unless ``value`` is a JSON value that a stored item could hold (see the module
+    docstring), walking it without recursion so that any depth raises our error."""
+    what = f"filter operand for {where}"
+    if type(value) is str:  # the commonest operand
+        _check_text(value, what)
         return
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidFilterError(f"filter operand for {where} is not a JSON value: {exc}") from None
-    if has_nul(text):
-        # No stored value can hold NUL (see ops.dump_value), and PostgreSQL cannot parse it.
-        raise InvalidFilterError(f"filter operand for {where} contains a NUL character")
+    stack = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            _check_text(v, what)
+        elif v is None or isinstance(v, int):  # bool is an int
+            continue
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise InvalidFilterError(
+                    f"{what} must be finite (NaN and infinity cannot be stored)"
+                )
+        elif isinstance(v, (list, tuple, dict)):
+            if depth >= MAX_NESTING:
+                raise InvalidFilterError(f"{what} is nested more than {MAX_NESTING} levels deep")
+            if isinstance(v, dict):
+                for k in v:
+                    if not isinstance(k, str):
+                        raise InvalidFilterError(f"{what} has a non-string object key {k!r}")
+                    _check_text(k, what)
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+        else:
+            raise InvalidFilterError(f"{what} is not a JSON value: {type(v).__name__}")
 
 
 def _is_number(v: Any) -> bool:
@@ -80,8 +120,7 @@ def _parse_path(key: Any) -> tuple[str, ...]:
     parts = tuple(key.split("."))
     if any(not p for p in parts):
         raise InvalidFilterError(f"filter path {key!r} has an empty segment")
-    if "\x00" in key:
-        raise InvalidFilterError(f"filter path {key!r} contains a NUL character")
+    _check_text(key, f"filter path {key!r}")
     return parts
 
 
@@ -105,7 +144,8 @@ def _parse_operand(key: str, op: str, operand: Any) -> Any:
             raise InvalidFilterError(
                 f"filter operand for {where} must be a list, got {type(operand).__name__}"
             )
-        _check_json(list(operand), where)
+        for element in operand:  # each compared with a stored part, as an $eq operand is
+            _check_json(element, where)
         return tuple(operand)
     if op == "$exists":
         if not isinstance(operand, bool):
@@ -162,21 +202,38 @@ def get_path(value: Any, path: Sequence[str]) -> Any:
     return current
 
 
-def json_equal(a: Any, b: Any) -> bool:
-    """Typed JSON equality: numbers by value, booleans only equal booleans, containers element-wise."""
+def _scalar_equal(a: Any, b: Any) -> bool | None:
+    """``json_equal`` of two values unless both are objects or both arrays (then None)."""
     if _is_number(a) and _is_number(b):
         return bool(a == b)
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+        return None if a.keys() == b.keys() else False
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return None if len(a) == len(b) else False
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, str) and isinstance(b, str):
         return a == b
     return False
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Typed JSON equality: numbers by value, booleans only equal booleans, containers element-wise
+    (walked without recursion: values nest up to ``MAX_NESTING`` levels)."""
+    same = _scalar_equal(a, b)
+    if same is not None:
+        return same
+    pairs = [(a, b)]
+    while pairs:
+        a, b = pairs.pop()
+        same = _scalar_equal(a, b)
+        if same is False:
+            return False
+        if same is None:
+            pairs.extend(((a[k], b[k]) for k in a) if isinstance(a, Mapping) else zip(a, b))
+    return True
 
 
 def _compare(actual: Any, op: str, operand: Any) -> bool:

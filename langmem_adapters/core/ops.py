@@ -23,7 +23,7 @@ from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceErro
 from langgraph.store.base import _validate_namespace as langgraph_validate_put_namespace
 from langgraph.store.base import validate_op_namespace as langgraph_validate_namespace
 
-from langmem_adapters.core.filters import Condition, has_nul, parse_filter
+from langmem_adapters.core.filters import MAX_NESTING, Condition, has_nul, parse_filter
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -33,6 +33,8 @@ from langmem_adapters.errors import (
 )
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_ROWS",
     "Batch",
     "Write",
     "check_count",
@@ -81,8 +83,8 @@ def _check_keys(value: Any, depth: int = 0) -> bool:
     """Raise unless JSON object keys are strings (``json`` would silently turn ``1`` into ``"1"``);
     return whether the value holds only plain JSON types (exact dict/list/tuple/str/int/float/bool/
     None) and finite floats, which orjson writes exactly as ``json`` does."""
-    if depth > 500:
-        raise InvalidValueError("item value is nested more than 500 levels deep")
+    if depth > MAX_NESTING:
+        raise InvalidValueError(f"item value is nested more than {MAX_NESTING} levels deep")
     kind = type(value)
     plain = kind in _CONTAINERS
     if kind is dict or (kind is not list and isinstance(value, Mapping)):
@@ -202,11 +204,36 @@ def check_count(name: str, value: Any) -> int:
     return value
 
 
+# Row counts (``limit``, ``offset``, page sizes) above 2**40 (about 10**12, more items than any store
+# holds) are served as 2**40, so that they never reach a server as a number it cannot take (a
+# PostgreSQL bigint, and sums such as ``offset + limit``): a larger limit means "every match", a
+# larger offset an empty page. ``max_depth`` above PostgreSQL's array subscript range (2**31 - 1) is
+# that depth: no namespace has as many labels, so it truncates none.
+MAX_ROWS = 2**40
+MAX_DEPTH = 2**31 - 1
+
+
 def check_page_size(value: Any) -> int:
-    """A page size (``page_size`` of ``iter_items``, ``restore``, ``reindex``): an integer >= 1."""
+    """A page size (``page_size`` of ``iter_items``, ``restore``, ``reindex``): an integer >= 1,
+    at most ``MAX_ROWS`` (a larger one reads everything in one page)."""
     if check_count("page_size", value) == 0:
         raise InvalidArgumentError("page_size must be >= 1")
-    return int(value)
+    return min(int(value), MAX_ROWS)
+
+
+_PagedOp = TypeVar("_PagedOp", SearchOp, ListNamespacesOp)
+
+
+def _check_page(op: _PagedOp) -> _PagedOp:
+    """``op`` with its ``limit`` and ``offset`` checked (integers >= 0) and brought within
+    ``MAX_ROWS``: a limit beyond it serves every match, an offset at or beyond it an empty page (as
+    ``limit=0``, which no backend sends to its server)."""
+    limit, offset = check_count("limit", op.limit), check_count("offset", op.offset)
+    if offset >= MAX_ROWS:
+        return op._replace(limit=0, offset=0)
+    if limit > MAX_ROWS:
+        return op._replace(limit=MAX_ROWS)
+    return op
 
 
 def validate_op_namespace(op: Op) -> None:
@@ -325,8 +352,7 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
             prefix = check_prefix(op.namespace_prefix)
             if prefix is not op.namespace_prefix:
                 op = op._replace(namespace_prefix=prefix)
-            check_count("limit", op.limit)
-            check_count("offset", op.offset)
+            op = _check_page(op)
             if op.query is not None and not isinstance(op.query, str):
                 raise InvalidArgumentTypeError(
                     f"query must be a string, got {type(op.query).__name__}"
@@ -341,10 +367,12 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
                 )
             )
             validate_op_namespace(op)
-            check_count("limit", op.limit)
-            check_count("offset", op.offset)
-            if op.max_depth is not None and (check_count("max_depth", op.max_depth) == 0):
-                raise InvalidArgumentError("max_depth must be >= 1")
+            op = _check_page(op)
+            if op.max_depth is not None:
+                if check_count("max_depth", op.max_depth) == 0:
+                    raise InvalidArgumentError("max_depth must be >= 1")
+                if op.max_depth > MAX_DEPTH:
+                    op = op._replace(max_depth=MAX_DEPTH)
             for cond in op.match_conditions or ():
                 if cond.match_type not in ("prefix", "suffix"):
                     raise InvalidArgumentError(

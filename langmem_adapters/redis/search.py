@@ -26,6 +26,10 @@ __all__ = ["EF_RUNTIME", "Searcher", "knn_settings"]
 # 50k with 300 (250 gave 0.957), and 0.976-0.985 at 100k with 600 (400 gave 0.951-0.971).
 EF_RUNTIME = ((20_000, 150), (50_000, 300), (50_001, 600))
 
+# The most rows one FT.SEARCH returns (the server's MAXSEARCHRESULTS default): a search serves at most
+# this many rows, so a larger ``offset + limit`` reads that many (docs/semantics.md).
+MAX_WINDOW = 1_000_000
+
 # The Query Engine's distance as pgvector's (what ``IndexSpec.score`` takes): it reports 1 - dot for
 # inner product and the squared Euclidean distance for l2.
 _STANDARD: dict[Distance, Callable[[float], float]] = {
@@ -84,6 +88,7 @@ class Searcher:
 
     def call(self, window: int) -> Call:
         """The window's query: newest first, or the ``window`` nearest neighbours."""
+        window = min(window, MAX_WINDOW)  # the server's bound; a wider window is then never full
         if self.qvec is None or self.spec is None:
             return self._search(self._query(), "u", "DESC", window)
         ef = f"{self.policy} EF_RUNTIME {max(self.ef, window)}" if self.spec.kind != "exact" else ""

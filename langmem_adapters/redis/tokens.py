@@ -72,13 +72,23 @@ def _canon_json(v: Any) -> str:
 
 
 def _canon(v: Any) -> Any:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, Mapping):
-        return {k: _canon(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_canon(x) for x in v]
-    return v
+    """``v`` with whole floats as ints, mappings as dicts and tuples as lists; built without
+    recursion, as values nest up to ``MAX_NESTING`` levels (two Python frames a level would not)."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, v)]
+    while stack:
+        parent, slot, x = stack.pop()
+        if isinstance(x, float) and x.is_integer():
+            parent[slot] = int(x)
+        elif isinstance(x, Mapping):
+            obj = parent[slot] = dict.fromkeys(x)
+            stack.extend((obj, k, c) for k, c in x.items())
+        elif isinstance(x, (list, tuple)):
+            arr = parent[slot] = [None] * len(x)
+            stack.extend((arr, i, c) for i, c in enumerate(x))
+        else:
+            parent[slot] = x
+    return root[0]
 
 
 class _PathTokens:

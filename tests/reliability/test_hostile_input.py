@@ -4,14 +4,28 @@ namespace ever appears, and nothing already stored changes."""
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langgraph.store.base import BaseStore, InvalidNamespaceError
+from langgraph.store.base import (
+    BaseStore,
+    InvalidNamespaceError,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    SearchOp,
+)
 
-from tests.conftest import StoreFactory
+from langmem_adapters.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidFilterError,
+    InvalidValueError,
+)
+from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 
 INJECTIONS = [
     "'; DROP TABLE langmem_store; --",
@@ -227,3 +241,235 @@ def test_lone_surrogates_in_keys_and_labels_are_refused(
     with pytest.raises(ValueError, match="surrogate"):
         store.search(("fuzz", "bad\udfff"))
     assert store.search(("fuzz",)) == [] and store.list_namespaces(prefix=("fuzz",)) == []
+
+
+# --------------------------------------------------------------------------- limits and offsets
+
+# Beyond a PostgreSQL bigint, beyond 64 bits, beyond the Query Engine's 1,000,000-row window.
+HUGE = [1_000_001, 2_000_000, 2**31, 2**40, 2**40 + 1, 2**63 - 1, 2**63, 2**64, 10**30]
+BAD_COUNTS: list[tuple[Any, type[Exception]]] = [
+    (-1, InvalidArgumentError),
+    (-(2**70), InvalidArgumentError),
+    (True, InvalidArgumentTypeError),
+    (1.0, InvalidArgumentTypeError),
+    ("10", InvalidArgumentTypeError),
+    (None, InvalidArgumentTypeError),
+    (math.inf, InvalidArgumentTypeError),
+]
+
+
+def _populated(make_store: StoreFactory, backend: str) -> BaseStore:
+    """Twelve items in two namespaces under ``("fuzz",)`` (and the sentinel), with a vector index."""
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no iter_items and accepts any Python object")
+    store = make_store(index=hash_index(fields=["text"]))
+    _fill(store.batch)
+    return store
+
+
+def _fill(batch: Any) -> Any:
+    return batch(
+        [PutOp(SENTINEL, "secret", {"text": "secret", "kind": "fact"})]
+        + [
+            PutOp(
+                ("fuzz", ns),
+                f"k{i}",
+                {"text": f"note {i} about {ns}", "kind": "fact" if i % 2 else "x"},
+            )
+            for ns in ("a", "b")
+            for i in range(6)
+        ]
+    )
+
+
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def _page_calls(n: int, offset: int = 0) -> list[Call]:
+    """Every paged read, as (method, positional and keyword arguments), with ``limit`` ``n``."""
+    lim = {"limit": n, "offset": offset}
+    return [
+        ("search", (("fuzz",),), lim),
+        ("search", (("fuzz",),), {"query": "note 3", **lim}),
+        ("search", ((),), {"filter": {"kind": "fact"}, **lim}),
+        ("list_namespaces", (), {"prefix": ("fuzz",), **lim}),
+    ]
+
+
+def _hand_built(n: int, offset: int = 0) -> list[Op]:
+    return [SearchOp(("fuzz",), None, n, offset), ListNamespacesOp(None, None, n, offset)]
+
+
+def _keys(result: Any) -> Any:
+    return [(i.namespace, i.key) if hasattr(i, "key") else i for i in result]
+
+
+def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
+    make_store: StoreFactory, backend: str
+) -> None:
+    store = _populated(make_store, backend)
+    before = _state(store)
+    expected = [_keys(getattr(store, m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
+    assert all(expected) and len(expected[0]) == 12
+    everything = _keys(store.iter_items(("fuzz",)))  # type: ignore[attr-defined]
+    by_hand = [_keys(r) for r in store.batch(_hand_built(1000))]
+    for n in HUGE:
+        for (method, args, kw), want in zip(_page_calls(n), expected):
+            assert _keys(getattr(store, method)(*args, **kw)) == want, (method, n)
+        for method, args, kw in _page_calls(n, offset=n):
+            assert getattr(store, method)(*args, **kw) == [], (method, n)
+        assert [_keys(r) for r in store.batch(_hand_built(n))] == by_hand
+        assert store.batch(_hand_built(n, n)) == [[], []]
+        assert _keys(store.iter_items(("fuzz",), page_size=n)) == everything  # type: ignore[attr-defined]
+        assert store.list_namespaces(max_depth=n) == store.list_namespaces()
+    assert store.search(("fuzz",), limit=3, offset=2**40 - 1) == []
+    assert _state(store) == before
+
+
+async def test_huge_limits_and_offsets_async(make_astore: AsyncStoreFactory, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no aiter_items")
+    store = await make_astore(index=hash_index(fields=["text"]))
+    await _fill(store.abatch)
+    expected = [_keys(await getattr(store, "a" + m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
+    everything = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",))]  # type: ignore[attr-defined]
+    for n in (2_000_000, 2**63, 2**70):
+        for (method, args, kw), want in zip(_page_calls(n), expected):
+            assert _keys(await getattr(store, "a" + method)(*args, **kw)) == want, (method, n)
+        for method, args, kw in _page_calls(n, offset=n):
+            assert await getattr(store, "a" + method)(*args, **kw) == [], (method, n)
+        assert await store.abatch(_hand_built(n, n)) == [[], []]
+        got = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",), page_size=n)]  # type: ignore[attr-defined]
+        assert got == everything
+    assert len(await store.asearch(("fuzz",), limit=2**64)) == 12
+
+
+def _bad_count_calls(bad: Any) -> list[tuple[str, Call]]:
+    """(argument, call) for every count argument set to ``bad`` (``max_depth=None`` is valid)."""
+    calls = [
+        ("limit", ("search", (("fuzz",),), {"limit": bad})),
+        ("offset", ("search", (("fuzz",),), {"query": "x", "offset": bad})),
+        ("limit", ("list_namespaces", (), {"limit": bad})),
+        ("offset", ("list_namespaces", (), {"offset": bad})),
+    ]
+    depth = ("max_depth", ("list_namespaces", (), {"max_depth": bad}))
+    return calls if bad is None else [*calls, depth]
+
+
+def test_bad_counts_raise_our_errors_naming_the_argument(
+    make_store: StoreFactory, backend: str
+) -> None:
+    store = _populated(make_store, backend)
+    before = _state(store)
+    cases: list[tuple[Any, type[Exception]]] = [
+        *BAD_COUNTS,
+        (0, InvalidArgumentError),
+    ]  # max_depth and page_size must be >= 1
+    for bad, error in cases:
+        for name, (method, args, kw) in _bad_count_calls(bad):
+            if bad == 0 and name != "max_depth":
+                continue
+            with pytest.raises(error, match=name) as info:
+                getattr(store, method)(*args, **kw)
+            assert isinstance(info.value, (ValueError, TypeError)), (name, bad)
+        if bad is not None:
+            with pytest.raises(error, match="page_size"):
+                list(store.iter_items(("fuzz",), page_size=bad))  # type: ignore[attr-defined]
+            with pytest.raises(error, match="page_size"):
+                store.restore([], page_size=bad)  # type: ignore[attr-defined]
+        if bad != 0:  # a hand-built batch: the put before the bad op is not applied
+            for op in (SearchOp(("fuzz",), None, bad, 0), ListNamespacesOp(None, None, 10, bad)):
+                with pytest.raises(error, match=r"limit|offset"):
+                    store.batch([PutOp(("fuzz", "a"), "new", {"text": "new"}), op])
+    assert _state(store) == before
+
+
+async def test_bad_counts_raise_our_errors_async(
+    make_astore: AsyncStoreFactory, backend: str
+) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore has its own checks")
+    store = await make_astore(index=hash_index(fields=["text"]))
+    await _fill(store.abatch)
+    for bad, error in BAD_COUNTS:
+        for name, (method, args, kw) in _bad_count_calls(bad):
+            with pytest.raises(error, match=name):
+                await getattr(store, "a" + method)(*args, **kw)
+        with pytest.raises(error, match="limit"):
+            await store.abatch([PutOp(("fuzz", "a"), "new", {"t": 1}), SearchOp((), None, bad)])
+    assert await store.aget(("fuzz", "a"), "new") is None
+    assert len(await store.asearch(("fuzz",), limit=100)) == 12
+
+
+# --------------------------------------------------------------------------- deep and unstorable filters
+
+DEEPEST = _nest(499)  # 500 levels: 501 under an item value's own, the most a put accepts
+DEEPEST["f"] = [1.0, "t"]  # matched by an operand's [1, "t"]: 1 == 1.0 on every store
+TOO_DEEP = [_nest(500), _nest(5000), {"$in": [_nest(600)]}, {"$ne": _nest(10_000)}, [[_nest(499)]]]
+UNSTORABLE = [
+    ("x\ud800", 1),
+    ("x", "\udfff"),
+    ("x", {"$in": ["a", "\ud800"]}),
+    ("x", {"$gt": "\ud800"}),
+    ("x", _nest(100) | {"s": "\ud800"}),
+    ("x", {"k\ud800": 1}),
+    ("x", [["a\x00b"]]),
+    ("x", {"$nin": [{"k": "\x00"}]}),
+]
+
+
+def _filter_errors() -> list[tuple[dict[str, Any], str]]:
+    """Filters no store can serve, each with the words its error must hold."""
+    return (
+        [({"x": v}, "nested") for v in TOO_DEEP]
+        + [({k: v}, "surrogate|NUL") for k, v in UNSTORABLE]
+        + [({"x": {1: "a"}}, "non-string object key")]
+    )
+
+
+def test_deep_and_unstorable_filters_raise_our_error(
+    make_store: StoreFactory, backend: str
+) -> None:
+    """Any depth raises InvalidFilterError (not RecursionError), and so do lone surrogates anywhere
+    (a driver error on PostgreSQL before); the deepest storable value is served on every store."""
+    store = _populated(make_store, backend)
+    store.put(("fuzz", "deep"), "d", {"x": DEEPEST, "text": "deep"})
+    assert store.get(("fuzz", "deep"), "d").value == {"x": DEEPEST, "text": "deep"}  # type: ignore[union-attr]
+    before = _state(store)
+    operand = _nest(499) | {"f": [1, "t"]}
+    assert [h.key for h in store.search(("fuzz",), filter={"x": operand})] == ["d"]
+    assert [h.key for h in store.search(("fuzz",), query="deep", filter={"x": operand})] == ["d"]
+    assert store.count(("fuzz",), filter={"x": operand}) == 1  # type: ignore[attr-defined]
+    assert store.search(("fuzz",), filter={"x": {"$in": [operand, 3]}})[0].key == "d"
+    with pytest.raises(InvalidValueError, match="nested"):
+        store.put(("fuzz", "deep"), "e", {"x": {"y": DEEPEST}})
+    for flt, words in _filter_errors():
+        for call in (
+            partial(store.search, ("fuzz",), filter=flt),
+            partial(store.search, (), query="deep", filter=flt, limit=2**70),
+            partial(store.count, ("fuzz",), filter=flt),  # type: ignore[attr-defined]
+            partial(store.batch, [PutOp(("fuzz",), "new", {"v": 1}), SearchOp((), flt)]),
+        ):
+            with pytest.raises(InvalidFilterError, match=f"filter.*({words})") as info:
+                call()
+            assert isinstance(info.value, ValueError)
+    assert _state(store) == before
+
+
+async def test_deep_and_unstorable_filters_async(
+    make_astore: AsyncStoreFactory, backend: str
+) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore accepts any Python object")
+    store = await make_astore(index=hash_index(fields=["text"]))
+    await store.aput(("fuzz",), "d", {"x": DEEPEST, "text": "deep"})
+    operand = _nest(499) | {"f": [1, "t"]}
+    assert [h.key for h in await store.asearch(("fuzz",), query="d", filter={"x": operand})] == [
+        "d"
+    ]
+    for flt, words in _filter_errors():
+        with pytest.raises(InvalidFilterError, match=f"filter.*({words})"):
+            await store.asearch(("fuzz",), filter=flt)
+        with pytest.raises(InvalidFilterError, match=f"filter.*({words})"):
+            await store.acount(("fuzz",), filter=flt)  # type: ignore[attr-defined]
+    assert [i.key for i in await store.asearch((), limit=10**20)] == ["d"]
