@@ -8,7 +8,10 @@ Episodes live under ``(*root, "episodic")``, keyed by random uuids, with the emb
 where ``age = max(0, now - occurred_at)``, ``similarity`` is the store's vector score (or, on
 stores without an index, the share of query words found in the episode), ``half_life`` defaults
 to 7 days and ``recency_weight`` to 0.3. On indexed stores the blend re-ranks the
-``max(4 * k, 40)`` most similar episodes; on stores without an index it ranks every match.
+``max(4 * k, 40)`` most similar episodes; on stores without an index it ranks every match. On a
+hybrid store (``index={..., "hybrid": True}``) ``similarity`` is the store's fused score divided by
+the best fused score possible (``relevance`` in :mod:`langmem_adapters.memory.ranking`), so it
+spans 0..1 like a cosine and the recency blend keeps its meaning.
 
     >>> log = EpisodicMemory(store, namespace=("acme", "user-42"))
     >>> log.record("Refund issued for order 17", outcome="customer happy", success=True)
@@ -39,6 +42,13 @@ from langmem_adapters.memory.checks import (
 )
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.matching import lexical_score
+from langmem_adapters.memory.ranking import (
+    check_diversity,
+    check_min_score,
+    hybrid_of,
+    mmr,
+    relevance,
+)
 from langmem_adapters.memory.records import Attribution, MemoryRecord, stored_fields
 from langmem_adapters.memory.tier import MemoryTier, done, search_ranked
 from langmem_adapters.memory.times import fmt_time, from_ms, to_ms, utc_now
@@ -72,6 +82,10 @@ def blended_score(
     """``(1 - w) * similarity + w * 0.5 ** (age / half_life)``; negative ages count as zero."""
     recency = 0.5 ** (max(age, timedelta(0)) / half_life)
     return (1.0 - recency_weight) * similarity + recency_weight * recency
+
+
+def _text(episode: Episode) -> str:
+    return episode.text
 
 
 def _episode_from(value: Mapping[str, Any]) -> Episode:
@@ -167,8 +181,12 @@ class EpisodicMemory(MemoryTier):
         until: datetime | None,
         k: int,
         success: bool | None,
+        min_score: float | None,
+        diversity: float,
     ) -> Flow[list[Episode]]:
         k = check_k(k)
+        floor = check_min_score(min_score)
+        diversity = check_diversity(diversity)
         if success is not None and not isinstance(success, bool):
             raise MemoryTypeError(f"success must be a bool or None, got {type(success).__name__}")
         now = self._now_ms()
@@ -215,11 +233,12 @@ class EpisodicMemory(MemoryTier):
             episodes.sort(key=lambda e: (e.occurred_at, e.recorded_at), reverse=True)
             return episodes[:k]
         at = from_ms(now)
+        hybrid = hybrid_of(self.store)
         scored = [
             replace(
                 episode,
                 score=blended_score(
-                    score
+                    relevance(score, hybrid)
                     if ranked_by_store and score is not None
                     else lexical_score(query, episode.text),
                     at - episode.occurred_at,
@@ -230,7 +249,9 @@ class EpisodicMemory(MemoryTier):
             for episode, score in found
         ]
         scored.sort(key=lambda e: (e.score or 0.0, e.occurred_at), reverse=True)
-        return scored[:k]
+        if floor is not None:
+            scored = [e for e in scored if (e.score or 0.0) >= floor]
+        return mmr(scored, k, diversity, score=lambda e: max(e.score or 0.0, 0.0), text=_text)
 
     # ------------------------------------------------------------------ public API
 
@@ -282,13 +303,17 @@ class EpisodicMemory(MemoryTier):
         until: datetime | None = None,
         k: int = 10,
         success: bool | None = None,
+        min_score: float | None = None,
+        diversity: float = 0.0,
     ) -> list[Episode]:
         """Up to ``k`` episodes with ``since <= occurred_at < until``, optionally only (un)successful.
 
         With a query they are ranked by the blended score of the module docstring; without
-        one, newest first.
+        one, newest first. With a query, ``min_score`` drops episodes whose blended score is below
+        it, and ``diversity`` in [0, 1] picks the ``k`` by maximal marginal relevance from the
+        re-ranked pool (0: score only; see :mod:`langmem_adapters.memory.ranking`).
         """
-        return run_flow(self._recall(query, since, until, k, success))
+        return run_flow(self._recall(query, since, until, k, success, min_score, diversity))
 
     async def arecall(
         self,
@@ -298,6 +323,8 @@ class EpisodicMemory(MemoryTier):
         until: datetime | None = None,
         k: int = 10,
         success: bool | None = None,
+        min_score: float | None = None,
+        diversity: float = 0.0,
     ) -> list[Episode]:
         """Async ``recall``."""
-        return await arun_flow(self._recall(query, since, until, k, success))
+        return await arun_flow(self._recall(query, since, until, k, success, min_score, diversity))

@@ -57,11 +57,16 @@ from langmem_adapters.memory.facts import (
 )
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.matching import lexical_score, matches_filter
+from langmem_adapters.memory.ranking import check_diversity, check_min_score, mmr
 from langmem_adapters.memory.records import Attribution
 from langmem_adapters.memory.tier import MemoryTier, search_all, search_ranked
 from langmem_adapters.memory.times import from_ms, to_ms
 
 __all__ = ["Fact", "SemanticMemory"]
+
+
+def _text(fact: Fact) -> str:
+    return fact.text
 
 
 class SemanticMemory(MemoryTier):
@@ -251,9 +256,15 @@ class SemanticMemory(MemoryTier):
         known_at: datetime | None,
         k: int,
         filter: Mapping[str, Any] | None,
+        min_score: float | None,
+        diversity: float,
     ) -> Flow[list[Fact]]:
         k = check_k(k)
         meta_filter = check_filter(filter)
+        floor = check_min_score(min_score)
+        diversity = check_diversity(diversity)
+        # MMR picks k of a larger pool of the most relevant facts.
+        pool = max(3 * k, 20) if diversity and query is not None else k
         valid_at = self._now_ms() if as_of is None else to_ms(as_of, "as_of")
         known = valid_at if known_at is None else to_ms(known_at, "known_at")
         store_filter = {
@@ -266,16 +277,20 @@ class SemanticMemory(MemoryTier):
             self._ns,
             query=query,
             filter=store_filter,
-            page_size=max(2 * k, 50),
-            wanted=k,
+            page_size=max(2 * pool, 50),
+            wanted=pool,
             select=lambda items: self._valid_at(items, valid_at, known, meta_filter),
         )
-        if query is not None and not ranked_by_store:
+        if query is None:
+            found.sort(key=lambda f: (f.valid_from, f.recorded_at), reverse=True)
+            return found[:k]
+        if not ranked_by_store:
             found = [replace(f, score=lexical_score(query, f.text)) for f in found]
             found.sort(key=lambda f: (f.score or 0.0, f.valid_from), reverse=True)
-        elif query is None:
-            found.sort(key=lambda f: (f.valid_from, f.recorded_at), reverse=True)
-        return found[:k]
+        found = found[:pool]
+        if floor is not None:
+            found = [f for f in found if f.score is not None and f.score >= floor]
+        return mmr(found, k, diversity, score=lambda f: max(f.score or 0.0, 0.0), text=_text)
 
     def _valid_at(
         self, items: list[SearchItem], valid_at: int, known: int, meta_filter: Sequence[Condition]
@@ -393,6 +408,8 @@ class SemanticMemory(MemoryTier):
         known_at: datetime | None = None,
         k: int = 10,
         filter: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+        diversity: float = 0.0,
     ) -> list[Fact]:
         """Up to ``k`` facts valid at ``as_of`` (default now) per what was recorded by ``known_at``.
 
@@ -403,8 +420,14 @@ class SemanticMemory(MemoryTier):
         (``lexical_score``) on stores without an index; without one, latest ``valid_from`` first.
         ``filter`` applies to ``metadata``: ``{"topic": "home"}`` or ``{"n": {"$gte": 3}}`` with
         ``$eq $ne $gt $gte $lt $lte``.
+
+        On a hybrid store (``index={..., "hybrid": True}``) the ranking and ``score`` are the
+        store's fusion of its lexical and vector rankings. With a query, ``min_score`` drops facts
+        scoring below it (compared with ``Fact.score``), and ``diversity`` in [0, 1] re-ranks the
+        ``max(3 * k, 20)`` best facts by maximal marginal relevance (0: relevance only; see
+        :mod:`langmem_adapters.memory.ranking`).
         """
-        return run_flow(self._recall(query, as_of, known_at, k, filter))
+        return run_flow(self._recall(query, as_of, known_at, k, filter, min_score, diversity))
 
     async def arecall(
         self,
@@ -414,6 +437,10 @@ class SemanticMemory(MemoryTier):
         known_at: datetime | None = None,
         k: int = 10,
         filter: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+        diversity: float = 0.0,
     ) -> list[Fact]:
         """Async ``recall``."""
-        return await arun_flow(self._recall(query, as_of, known_at, k, filter))
+        return await arun_flow(
+            self._recall(query, as_of, known_at, k, filter, min_score, diversity)
+        )

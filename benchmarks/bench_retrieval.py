@@ -1,0 +1,364 @@
+"""Retrieval quality of vector, lexical and hybrid search on a labeled agent-memory set (#18).
+
+The data is :mod:`benchmarks.memory_set` (3,200 memories of 100 users under ``("memories", user)``,
+200 questions: 120 naming an identifier, 80 paraphrasing a fact). Each question is searched within
+its user's namespace (``search(("memories", user), query=...)``) and across all users
+(``search(("memories",), query=...)``), ``limit=10``, on:
+
+- **ours, vector**: our store with ``index={"dims", "embed", "fields": ["text"]}``;
+- **ours, lexical**: the same index with ``"hybrid": {"vector_weight": 0}`` (the vector side leaves
+  the fusion, so the page is the lexical ranking alone);
+- **ours, hybrid**: ``"hybrid": True`` (reciprocal rank fusion of both rankings, the defaults);
+- **official, vector**: langgraph's own store for the backend, same data, same embedder.
+
+for PostgreSQL and Redis (Query Engine), with two embedders: ``HashEmbeddings`` (256-d word
+hashing) and ``WordLlamaEmbeddings`` (WordLlama's bundled 256-d static text model, offline). Every
+vector is computed once per embedder before any store is loaded, and every store is given the same
+lookup of those vectors, so the latency columns are the stores' own (ms per search call, mean over
+the questions, query embedding excluded) and no store pays for the model.
+
+Reported per store and mode: recall@5 (the share of a question's relevant memories in the top 5, out
+of ``min(5, relevant)``) and MRR@10 (1 / rank of the first relevant memory in the top 10, else 0),
+each for identifier and paraphrase questions in both scopes, and the issue's targets (hybrid - vector
+recall@5: >= +10 points on identifier questions, >= -2 points on paraphrase questions, with the
+real-text model; hybrid latency <= 1.5x vector).
+
+Examples::
+
+    python benchmarks/bench_retrieval.py --quick      # CI: 10 users, 60 questions, WordLlama
+    python benchmarks/bench_retrieval.py              # the full set (a few minutes)
+    python benchmarks/bench_retrieval.py --backends postgres --embedders wordllama --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
+from typing import Any
+
+import psycopg
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+from psycopg.conninfo import make_conninfo
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.bench_postgres import resolve_dsn
+from benchmarks.bench_redis import resolve_url
+from benchmarks.memory_set import MemorySet, Scope, build
+from benchmarks.wordllama_embeddings import WordLlamaEmbeddings
+from langmem_adapters.embeddings import HashEmbeddings
+
+DIMS = 256
+LIMIT = 10
+SCOPES: tuple[Scope, ...] = ("user", "global")
+KINDS = ("identifier", "paraphrase")
+#: Our store's index option per mode (``None``: vector only); "official" is langgraph's store.
+MODES: dict[str, Any] = {
+    "vector": None,
+    "lexical": {"vector_weight": 0},
+    "hybrid": True,
+    "official": None,
+}
+SCHEMA = "bench_retrieval"
+
+
+class Precomputed(Embeddings):
+    """Vectors computed once per embedder, looked up by text: every store gets the same vectors
+    and none pays the model's cost inside a timed search. Other texts (a store's embedder
+    identity probe) go to the model."""
+
+    def __init__(self, model: Embeddings, vectors: dict[str, list[float]]) -> None:
+        self.model, self.vectors = model, vectors
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = [t for t in texts if t not in self.vectors]
+        if missing:
+            self.vectors.update(zip(missing, self.model.embed_documents(missing), strict=True))
+        return [self.vectors[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def embedder(name: str) -> Embeddings:
+    """``hash``: 256-d ``HashEmbeddings``; ``wordllama``: the bundled 256-d WordLlama model."""
+    return HashEmbeddings(DIMS) if name == "hash" else WordLlamaEmbeddings()
+
+
+def precompute(data: MemorySet, name: str) -> Precomputed:
+    """Every memory and question text embedded once with embedder ``name``."""
+    texts = sorted({m.text for m in data.memories} | {q.text for q in data.questions})
+    model = embedder(name)
+    vectors = model.embed_documents(texts)
+    return Precomputed(model, dict(zip(texts, vectors, strict=True)))
+
+
+def index(embed: Embeddings, mode: str) -> dict[str, Any]:
+    """The index of a store in ``mode``."""
+    config: dict[str, Any] = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+    if MODES[mode] is not None:
+        config["hybrid"] = MODES[mode]
+    return config
+
+
+# --------------------------------------------------------------------------- servers and stores
+
+
+@contextmanager
+def postgres_store(dsn: str, embed: Embeddings, mode: str) -> Iterator[BaseStore]:
+    """A set-up store in ``mode`` on fresh tables of the benchmark schema."""
+    from langgraph.store.postgres import PostgresStore as OfficialStore
+
+    from langmem_adapters.postgres import PostgresStore
+
+    conninfo = make_conninfo(dsn, options=f"-c search_path={SCHEMA},public")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    if mode == "official":
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {SCHEMA}.store, {SCHEMA}.store_vectors CASCADE")
+            conn.execute(f"DROP TABLE IF EXISTS {SCHEMA}.store_migrations CASCADE")
+            conn.execute(f"DROP TABLE IF EXISTS {SCHEMA}.vector_migrations CASCADE")
+        with OfficialStore.from_conn_string(conninfo, index=index(embed, mode)) as official:  # type: ignore[arg-type]
+            official.setup()
+            yield official
+        return
+    prefix = f"r{uuid.uuid4().hex[:8]}"
+    with PostgresStore.from_conn_string(
+        conninfo,
+        index=index(embed, mode),  # type: ignore[arg-type]
+        table_prefix=prefix,
+    ) as store:
+        store.setup()
+        yield store
+
+
+@contextmanager
+def redis_store(url: str, embed: Embeddings, mode: str) -> Iterator[BaseStore]:
+    """A set-up store in ``mode`` on fresh key prefixes of the server."""
+    from langgraph.store.redis import RedisStore as OfficialStore
+
+    from langmem_adapters.redis import RedisStore
+
+    tag = uuid.uuid4().hex[:8]
+    if mode == "official":
+        with OfficialStore.from_conn_string(
+            url,
+            index=index(embed, mode),  # type: ignore[arg-type]
+            store_prefix=f"offr{tag}",
+            vector_prefix=f"offrv{tag}",
+        ) as official:
+            official.setup()
+            yield official
+        return
+    with RedisStore.from_conn_string(
+        url,
+        index=index(embed, mode),  # type: ignore[arg-type]
+        prefix=f"r{tag}",
+    ) as store:
+        yield store
+
+
+#: Per backend: how its server is found (the option, an environment variable, else started here)
+#: and how a store in a mode is opened on it.
+BACKENDS: dict[str, tuple[Callable[[str | None], str], Callable[..., Any]]] = {
+    "postgres": (resolve_dsn, postgres_store),
+    "redis": (resolve_url, redis_store),
+}
+
+
+# --------------------------------------------------------------------------- measurement
+
+
+def load(store: BaseStore, data: MemorySet, batch: int = 200) -> None:
+    """Every memory under ``("memories", user)``, key = its key, ``{"text": ...}``, in batches."""
+    ops = [PutOp(("memories", m.user), m.key, {"text": m.text}) for m in data.memories]
+    for i in range(0, len(ops), batch):
+        store.batch(ops[i : i + batch])
+
+
+def recall_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    """Share of the relevant keys in the top ``k``, out of ``min(k, relevant)``."""
+    return len(relevant.intersection(ranked[:k])) / min(k, len(relevant))
+
+
+def reciprocal_rank(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    """1 / rank of the first relevant key within the top ``k``, else 0."""
+    return next((1.0 / r for r, key in enumerate(ranked[:k], 1) if key in relevant), 0.0)
+
+
+def evaluate(store: BaseStore, data: MemorySet) -> dict[str, Any]:
+    """Recall@5, MRR@10 per question kind and scope, and ms per search per scope."""
+    out: dict[str, Any] = {}
+    scope: Scope
+    for scope in SCOPES:
+        per_kind: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in KINDS}
+        times: list[float] = []
+        for q in data.questions:
+            prefix = ("memories", q.user) if scope == "user" else ("memories",)
+            start = time.perf_counter()
+            hits = store.search(prefix, query=q.text, limit=LIMIT)
+            times.append(time.perf_counter() - start)
+            ranked = [h.key for h in hits]
+            relevant = data.relevant(q, scope)
+            per_kind[q.kind][0].append(recall_at(ranked, relevant, 5))
+            per_kind[q.kind][1].append(reciprocal_rank(ranked, relevant, LIMIT))
+        for kind, (recalls, rrs) in per_kind.items():
+            out[f"{kind}/{scope}/recall@5"] = statistics.fmean(recalls) if recalls else 0.0
+            out[f"{kind}/{scope}/mrr@10"] = statistics.fmean(rrs) if rrs else 0.0
+        out[f"{scope}/ms"] = statistics.fmean(times) * 1000
+    return out
+
+
+StoreFactory = Callable[[Embeddings, str], AbstractContextManager[BaseStore]]
+
+
+def run_backend(
+    backend: str,
+    factory: StoreFactory,
+    data: MemorySet,
+    embeds: dict[str, Precomputed],
+    modes: Sequence[str],
+) -> list[dict[str, Any]]:
+    """Each embedder x mode on ``backend``: a fresh store, loaded, then every question asked."""
+    rows = []
+    for name, embed in embeds.items():
+        for mode in modes:
+            with ExitStack() as stack:
+                store = stack.enter_context(factory(embed, mode))
+                start = time.perf_counter()
+                load(store, data)
+                loaded = time.perf_counter() - start
+                row = {
+                    "backend": backend,
+                    "embedder": name,
+                    "mode": mode,
+                    "load_s": round(loaded, 2),
+                    **evaluate(store, data),
+                }
+            rows.append(row)
+            print(
+                f"  {backend:8} {name:9} {mode:8} "
+                + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if isinstance(v, float)),
+                flush=True,
+            )
+    return rows
+
+
+def describe(users: int, questions: int, data: MemorySet) -> str:
+    """One line describing the set."""
+    kinds = {k: sum(q.kind == k for q in data.questions) for k in KINDS}
+    return (
+        f"{len(data.memories):,} memories of {users} users, {len(data.questions)} questions "
+        f"({kinds['identifier']} identifier, {kinds['paraphrase']} paraphrase)"
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """A markdown table: one row per backend, embedder and mode."""
+    head = (
+        "| backend | embedder | mode | id R@5 user / global | para R@5 user / global "
+        "| id MRR@10 user / global | para MRR@10 user / global | ms/query user / global |"
+    )
+    lines = [head, "|" + "---|" * 3 + "---:|" * 5]
+    for r in rows:
+
+        def pair(metric: str, r: dict[str, Any] = r) -> str:
+            return f"{r[metric.format('user')]:.3f} / {r[metric.format('global')]:.3f}"
+
+        lines.append(
+            f"| {r['backend']} | {r['embedder']} | {r['mode']} | "
+            f"{pair('identifier/{}/recall@5')} | {pair('paraphrase/{}/recall@5')} | "
+            f"{pair('identifier/{}/mrr@10')} | {pair('paraphrase/{}/mrr@10')} | "
+            f"{r['user/ms']:.2f} / {r['global/ms']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def targets(rows: list[dict[str, Any]]) -> list[str]:
+    """The issue's targets, per backend and embedder where hybrid and vector both ran: recall@5
+    deltas in points per scope, and hybrid latency over vector latency per scope."""
+    by = {(r["backend"], r["embedder"], r["mode"]): r for r in rows}
+    lines = []
+    for (backend, name, mode), hyb in by.items():
+        vec = by.get((backend, name, "vector"))
+        if mode != "hybrid" or vec is None:
+            continue
+        parts = []
+        for scope in SCOPES:
+            d_id = 100 * (hyb[f"identifier/{scope}/recall@5"] - vec[f"identifier/{scope}/recall@5"])
+            d_pa = 100 * (hyb[f"paraphrase/{scope}/recall@5"] - vec[f"paraphrase/{scope}/recall@5"])
+            slow = hyb[f"{scope}/ms"] / vec[f"{scope}/ms"]
+            parts.append(
+                f"{scope}: identifier {d_id:+.1f} pts, paraphrase {d_pa:+.1f} pts, "
+                f"latency {slow:.2f}x"
+            )
+        lines.append(f"{backend} / {name}: hybrid - vector recall@5: " + "; ".join(parts))
+    return lines
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--quick", action="store_true", help="10 users, 60 questions, WordLlama only (CI)"
+    )
+    p.add_argument("--users", type=int, default=100)
+    p.add_argument("--questions", type=int, default=200)
+    p.add_argument("--seed", type=int, default=18)
+    p.add_argument("--dsn", help="PostgreSQL DSN (default: an embedded server)")
+    p.add_argument("--url", help="Redis URL with the Query Engine (default: a local server)")
+    p.add_argument("--json", help="write the rows to this file")
+    p.add_argument("--backends", default=",".join(BACKENDS))
+    p.add_argument(
+        "--embedders", help="comma-separated (default: hash,wordllama; --quick: wordllama)"
+    )
+    p.add_argument("--modes", default=",".join(MODES))
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    users, questions = (10, 60) if args.quick else (args.users, args.questions)
+    t0 = time.perf_counter()
+    data = build(users=users, questions=questions, seed=args.seed)
+    print(describe(users, questions, data), flush=True)
+    names = args.embedders or ("wordllama" if args.quick else "hash,wordllama")
+    embeds = {name: precompute(data, name) for name in names.split(",")}
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        raise SystemExit(f"unknown mode(s) {unknown}; known: {list(MODES)}")
+    rows: list[dict[str, Any]] = []
+    for backend in args.backends.split(","):
+        if backend not in BACKENDS:
+            raise SystemExit(f"unknown backend {backend!r}; known: {list(BACKENDS)}")
+        resolve, open_store = BACKENDS[backend]
+        server = resolve(args.dsn if backend == "postgres" else args.url)
+        rows += run_backend(backend, partial(open_store, server), data, embeds, modes)
+    print()
+    print(render(rows))
+    for line in targets(rows):
+        print(line)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"set": describe(users, questions, data), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
