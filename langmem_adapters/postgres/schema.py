@@ -22,7 +22,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,12 @@ def migrations(t: Tables) -> list[list[str]]:
                 depth int NOT NULL
             )
             """,
+        ],
+        # 1: each namespace's items newest first, so a plain search walks only the page's rows of
+        # each namespace under its prefix, whatever the item count (see ``plain_search``).
+        [
+            f"CREATE INDEX IF NOT EXISTS {t.store}_ns_updated_idx "
+            f"ON {t.store} (ns, updated_at DESC, key)"
         ],
     ]
 

@@ -16,7 +16,7 @@ from langgraph.store.base import PutOp
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
-from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.schema import SCHEMA_VERSION, Tables
 from langmem_adapters.postgres.search import list_statement as _list_statement
 from langmem_adapters.postgres.search import vector_search as _vector_search
 from tests import servers
@@ -81,7 +81,9 @@ def test_setup_is_idempotent_and_concurrent(dsn: str) -> None:
         t.join()
     assert not errors
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM concurrent_migrations").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM concurrent_migrations").fetchone() == (
+            SCHEMA_VERSION,
+        )
 
 
 def test_table_prefixes_isolate_stores(dsn: str) -> None:
