@@ -28,6 +28,7 @@ from langgraph.store.base import (
 )
 
 from langmem_adapters.core.bulk import AsyncBulkLoad, SyncBulkLoad
+from langmem_adapters.core.calibrated import AsyncCalibration, SyncCalibration
 from langmem_adapters.core.drive import adrive, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
@@ -147,7 +148,7 @@ def _deleting(prefix: Any) -> tuple[str, ...]:
     return checked
 
 
-class SyncStore(SyncBulkLoad, SyncReindex, _Store):
+class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
     """A store on a blocking client; its async methods run the blocking ones in a worker thread."""
 
     _sweeper: Sweeper | None = None
@@ -295,7 +296,7 @@ class SyncStore(SyncBulkLoad, SyncReindex, _Store):
         return sweeper.stop(timeout) if sweeper else True
 
 
-class AsyncStore(AsyncBulkLoad, AsyncReindex, _Store):
+class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
     """A store on an async client; its sync methods work from other threads by running on the
     store's event loop, and raise ``asyncio.InvalidStateError`` on that loop, where they would deadlock."""
 
