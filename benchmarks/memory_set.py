@@ -8,7 +8,8 @@ Each user of a support-and-assistant agent has about 32 memories under ``("memor
   or locker codes. They are written the way an agent would note them: one template per kind, so
   every user's order memories read alike and only the number (and a product or a status) differs.
   Identifiers come in near-miss families, as real ones do: order numbers are drawn around a few
-  hundred shared bases (``48213``, ``48231``, ``48214``), tickets likewise, error codes, first
+  bases shared by the users (one base per two users: ``48213``, ``48231``, ``48214``), so every
+  order number differs from other users' in one or two digits; tickets likewise, error codes, first
   names, last names and code-name words are shared by many users, paths share their directories.
 - **paraphrasable facts**: one per topic (job, pet, diet, hobby, home, travel, health, contact
   preference), drawn from a few values per topic, so many users share a fact.
@@ -157,8 +158,8 @@ def build(users: int = 100, questions: int = 200, seed: int = 18) -> MemorySet:
     """About ``32 * users`` memories and ``questions`` questions (3/5 identifier, 2/5 paraphrase),
     every draw from ``random.Random(seed)``."""
     rng = random.Random(seed)
-    orders = _Ids(rng, 5, max(4, users * 2))
-    tickets = _Ids(rng, 5, max(4, users))
+    orders = _Ids(rng, 5, max(4, users // 2))
+    tickets = _Ids(rng, 5, max(4, users // 2))
     invoices = _Ids(rng, 4, max(4, users // 2))
     codes = _Ids(rng, 4, max(4, users // 2))
     refs: set[str] = set()
