@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
@@ -20,9 +20,25 @@ from langmem_adapters.errors import (
     InvalidArgumentTypeError,
 )
 
-__all__ = ["Distance", "IndexSpec", "check_vectors", "extract_texts", "text_hash"]
+if TYPE_CHECKING:
+    from langmem_adapters.core.calibration import Calibrator
+
+__all__ = [
+    "TARGET_RECALL",
+    "Distance",
+    "IndexSpec",
+    "SearchStats",
+    "VectorStats",
+    "check_vectors",
+    "extract_texts",
+    "search_breadth",
+    "text_hash",
+]
 
 Distance = Literal["cosine", "l2", "inner_product"]
+
+#: The default of ``ann_index_config={"target_recall": ...}``: the recall@10 vector search keeps.
+TARGET_RECALL = 0.95
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,13 @@ class IndexSpec:
         if kind not in ("hnsw", "ivfflat", "exact"):
             raise InvalidArgumentError(
                 f"ann_index_config kind must be 'hnsw', 'ivfflat' or 'exact', got {kind!r}"
+            )
+        target = ann.setdefault("target_recall", TARGET_RECALL)
+        if target is not None and (
+            not isinstance(target, (int, float)) or isinstance(target, bool) or not 0 < target <= 1
+        ):
+            raise InvalidArgumentError(
+                f"ann_index_config target_recall must be a number in (0, 1] or None, got {target!r}"
             )
         vector_type = ann.pop("vector_type", "vector")
         if vector_type not in ("vector", "halfvec"):
@@ -144,10 +167,12 @@ class VectorStats:
 @dataclass
 class SearchStats:
     """Sizes that vector searches are planned with: vectors in the index, and per namespace prefix
-    how many it holds (so a search can choose between an exact scan and the ANN index)."""
+    how many it holds (so a search can choose between an exact scan and the ANN index); and the
+    index's calibration (``None``: a fixed breadth), which sets the breadth or exact search."""
 
     index: VectorStats = field(default_factory=VectorStats)
     prefixes: dict[str, VectorStats] = field(default_factory=dict)
+    calibration: Calibrator | None = None
 
     def prefix(self, key: str) -> VectorStats:
         if key not in self.prefixes and len(self.prefixes) >= 4096:

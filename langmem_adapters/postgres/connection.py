@@ -25,7 +25,14 @@ from langmem_adapters.core.ops import load_json
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.sql import Answer, Round
 
-__all__ = ["CONNECT_KWARGS", "AsyncConnections", "AsyncSession", "Connections", "Session"]
+__all__ = [
+    "BACKGROUND",
+    "CONNECT_KWARGS",
+    "AsyncConnections",
+    "AsyncSession",
+    "Connections",
+    "Session",
+]
 
 # Connections the stores open read json/jsonb with the core's fast reader (a user's own connection
 # keeps its adapters).
@@ -33,6 +40,8 @@ _ADAPTERS = AdaptersMap(psycopg.adapters)
 set_json_loads(load_json, _ADAPTERS)
 #: How the stores open their connections: autocommit, prepared statements, the fast JSON reader.
 CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5, "context": _ADAPTERS}
+#: The ``application_name`` of the connections background work opens (visible in pg_stat_activity).
+BACKGROUND = "langmem_adapters calibration"
 
 AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
 Pooled = AbstractContextManager[psycopg.Connection[Any]]
@@ -129,6 +138,19 @@ class Connections:
         finally:
             self._slots.release()
 
+    def spare(self) -> Connections:
+        """Connections for background work (calibration) that never wait for the store's lock: the
+        same pool, or a new connection like the store's (:meth:`close` it after)."""
+        if isinstance(self.conn, ConnectionPool):
+            return self
+        kwargs = _reopen_kwargs(self._reopen)
+        return Connections(psycopg.Connection.connect(**kwargs, application_name=BACKGROUND))
+
+    def close(self) -> None:
+        """Close the connection (not a pool: a pool is the caller's)."""
+        if not isinstance(self.conn, ConnectionPool):
+            self.conn.close()
+
 
 class AsyncConnections:
     """The async twin of :class:`Connections` (an async pool or connection)."""
@@ -171,6 +193,19 @@ class AsyncConnections:
             await pooled.__aexit__(*exc_info)
         finally:
             self._slots.release()
+
+    async def spare(self) -> AsyncConnections:
+        """Connections for background work (see :meth:`Connections.spare`)."""
+        if isinstance(self.conn, AsyncConnectionPool):
+            return self
+        kwargs = _reopen_kwargs(self._reopen)
+        conn = await psycopg.AsyncConnection.connect(**kwargs, application_name=BACKGROUND)
+        return AsyncConnections(conn)
+
+    async def close(self) -> None:
+        """Close the connection (not a pool: a pool is the caller's)."""
+        if not isinstance(self.conn, AsyncConnectionPool):
+            await self.conn.close()
 
 
 class _Held(Generic[Source, Conn, Held, Tx]):

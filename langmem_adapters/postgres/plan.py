@@ -71,7 +71,9 @@ def plan(
         vectors = yield from write_vectors(t, spec, batch.writes)
     ef, narrow, broad = 100, set[str](), set[str]()
     if qvecs and spec is not None and spec.kind != "exact":
-        ef, narrow, broad = yield from search_sizes(t, spec, batch.searches, stats or SearchStats())
+        ef, narrow, broad = yield from search_sizes(
+            t, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
+        )
 
     statements: list[Statement] = []
     if batch.gets:

@@ -113,10 +113,13 @@ def search_sizes(
     spec: IndexSpec,
     searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
     stats: SearchStats,
+    queries: Sequence[str] = (),
 ) -> Steps[tuple[int, set[str], set[str]]]:
-    """HNSW search breadth for the table's size; the namespace prefixes of this batch's vector
-    searches that hold at most ``exact_below`` vectors (narrow), and those that hold at least half
-    of the table (broad); counts capped at the schedule's last step, each re-read once a minute."""
+    """HNSW search breadth (explicit ``ef_search``, else the calibrated one, else by the table's
+    size); the namespace prefixes of this batch's vector searches to scan exactly (holding at most
+    ``exact_below`` vectors, or all when calibration chose exact search: narrow), and those that
+    hold at least half of the table (broad); counts capped at the schedule's last step, each
+    re-read once a minute. ``queries`` (the batch's query vectors) go to the calibrator."""
     vt = t.vectors(spec)
     exact_below = int(spec.ann.get("exact_below", EXACT_BELOW))
     prefixes = {
@@ -141,9 +144,15 @@ def search_sizes(
         for p, got in zip(stale, rows[len(rows) - len(stale) :]):
             stats.prefix(p).update(int(got[0][0]))
     total = stats.index.count or 0
-    ef = int(spec.ann.get("ef_search", 0)) or search_breadth(total, EF_SEARCH)
+    calibrator = stats.calibration
+    ef = int(spec.ann.get("ef_search", 0))
+    if not ef and calibrator is not None:
+        calibrator.observe(queries, total)
+        ef = calibrator.breadth(search_breadth(total, EF_SEARCH))
+    ef = ef or search_breadth(total, EF_SEARCH)
     sizes = {p: stats.prefix(p).count or 0 for p in prefixes}
-    narrow = {p for p, n in sizes.items() if n <= exact_below}
+    exact = calibrator is not None and calibrator.exact and not spec.ann.get("ef_search")
+    narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
     # A count at the cap says only "large": broad only when the whole table was counted too.
     broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}
     return ef, narrow, broad

@@ -7,8 +7,23 @@ Both run the same plans (:mod:`~langmem_adapters.postgres.plan`, :mod:`~langmem_
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    AsyncExitStack,
+    ExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from typing import Any, Literal, TypedDict
 
 import psycopg
@@ -33,8 +48,15 @@ from langmem_adapters.postgres.export import items_plan, restore_plan
 from langmem_adapters.postgres.identity import PostgresIdentity, setup_steps
 from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.postgres.plan import plan
+from langmem_adapters.postgres.probe import (
+    PostgresProbe,
+    async_calibration_session,
+    calibration_session,
+)
 from langmem_adapters.postgres.reindex import PostgresReindex
 from langmem_adapters.postgres.schema import Tables, check_ann
+from langmem_adapters.postgres.search import EF_SEARCH, EXACT_BELOW
+from langmem_adapters.postgres.sql import Answer, Round
 from langmem_adapters.postgres.writes import sweep_plan
 
 __all__ = ["AsyncPostgresStore", "PoolConfig", "PostgresIndexConfig", "PostgresStore"]
@@ -59,6 +81,7 @@ class ANNIndexConfig(TypedDict, total=False):
     nlist: int
     probes: int
     exact_below: int
+    target_recall: float | None
 
 
 class PostgresIndexConfig(IndexConfig, total=False):
@@ -84,12 +107,15 @@ class _PostgresConfig:
         psycopg.errors.SerializationFailure,
         psycopg.errors.UndefinedTable,
     )
+    _breadth_schedule: Sequence[tuple[int, int]] = EF_SEARCH
+    _exact_below = EXACT_BELOW
+    _new_stats: Callable[[], SearchStats]  # the calibration mixin's (core.calibration)
 
     def _prepare(self, table_prefix: str) -> None:
         """After ``_configure``: check the ANN options and name the tables, before any I/O."""
         check_ann(self.index_spec)
         self.tables = Tables(table_prefix)
-        self._stats = SearchStats()
+        self._stats = self._new_stats()
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[list[Result] | bool]:
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
@@ -112,7 +138,8 @@ class _PostgresConfig:
 
     def _switched(self, tables: Tables, spec: IndexSpec, identity: Identity) -> None:
         """After a reindex switched: the new vector tables, index and identity from now on."""
-        self.tables, self.index_spec, self._stats = tables, spec, SearchStats()
+        self.tables, self.index_spec = tables, spec
+        self._stats = self._new_stats()
         config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
         self.index_config = {**(self.index_config or {}), **config}
         self._guard.adopt(identity, tables.generation)
@@ -128,8 +155,13 @@ class _PostgresConfig:
         generation = self._guard.generation
         if generation != self.tables.generation:
             self.tables = Tables(self.tables.prefix, generation)
-            self._stats = SearchStats()
+            self._stats = self._new_stats()
         return self.tables
+
+    def _probe(self) -> PostgresProbe | None:
+        """The calibration's statements over the current vector table (``None``: no index)."""
+        spec = self.index_spec
+        return PostgresProbe(self._current_tables(), spec) if spec is not None else None
 
     def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
         """One page of ``iter_items`` (:func:`~langmem_adapters.postgres.export.items_plan`)."""
@@ -267,6 +299,10 @@ class PostgresStore(_PostgresConfig, SyncStore):
         """The connection (and transaction) of one plan run."""
         return Session(self._connections)
 
+    def _calibration_session(self) -> AbstractContextManager[Callable[[Round], Answer]]:
+        """The calibration's rounds, on the pool or on a connection of its own."""
+        return calibration_session(self._connections)
+
     def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""
         self.tables = self._run(setup_steps(self.tables, self.index_spec))
@@ -346,6 +382,12 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
     def _session(self) -> AsyncSession:
         """The connection (and transaction) of one plan run."""
         return AsyncSession(self._connections)
+
+    def _calibration_session(
+        self,
+    ) -> AbstractAsyncContextManager[Callable[[Round], Awaitable[Answer]]]:
+        """The calibration's rounds, on the pool or on a connection of its own."""
+        return async_calibration_session(self._connections)
 
     async def setup(self) -> None:
         """Create or upgrade tables and indexes (idempotent, safe to call concurrently)."""

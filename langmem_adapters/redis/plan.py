@@ -58,9 +58,11 @@ def plan(
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
     if spec is not None and batch.writes:
         vectors = yield from embed_writes(keys, spec, batch.writes)
-    ef, broad = 0, set[str]()
+    ef, broad, exact = 0, set[str](), set[str]()
     if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":
-        ef, broad = yield from knn_settings(keys, spec, batch.searches, stats or SearchStats())
+        ef, broad, exact = yield from knn_settings(
+            keys, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
+        )
 
     calls = [_get_call(keys, op.namespace, op.key) for _, op in batch.gets]
     need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
@@ -73,6 +75,7 @@ def plan(
                 results[i] = []
                 continue
             s = Searcher(keys, spec, op, conds, qvecs.get(op.query or ""), ef, broad)
+            s.brute_force(exact)
             # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
             # more often, and a longer KNN window costs the server next to nothing.
             window = max(2 * s.need, 20) if s.qvec is not None else max(s.need + 1, 10)

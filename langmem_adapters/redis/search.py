@@ -3,13 +3,14 @@ filters and order or KNN, widened until its page is exact; and the KNN settings 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Generator
+from collections.abc import Callable, Collection, Generator, Sequence
 from itertools import pairwise
 from typing import Any
 
 import numpy as np
 from langgraph.store.base import SearchOp
 
+from langmem_adapters.core.calibration import explicit_breadth
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.vectors import Distance, IndexSpec, SearchStats, search_breadth
@@ -18,13 +19,24 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import path_token, pushdown
 
-__all__ = ["EF_RUNTIME", "Searcher", "knn_settings"]
+__all__ = ["EF_RUNTIME", "EXACT_BELOW", "Searcher", "knn_settings"]
 
 # HNSW search breadth by index size, for recall@10 >= 0.95 against exact search with the default
 # build (M=16, EF_CONSTRUCTION=64) on hard, weakly clustered data, with margin for the spread between
 # builds and query sets: measured 0.985-0.988 at 10k items with 150 (100 gave 0.962), 0.967-0.978 at
 # 50k with 300 (250 gave 0.957), and 0.976-0.985 at 100k with 600 (400 gave 0.951-0.971).
 EF_RUNTIME = ((20_000, 150), (50_000, 300), (50_001, 600))
+
+# Up to this many documents under a prefix (or in the whole index), a KNN search scans them exactly
+# (``HYBRID_POLICY ADHOC_BF``): HNSW misses the nearest among many equal vectors (a small prefix of
+# duplicates is common in agent memory), and a scan of this many costs about what the graph walk
+# does. ``ann_index_config={"exact_below": n}`` changes it (0: always the index).
+EXACT_BELOW = 1000
+
+# The brute-force policy, and a filter every document passes (no token is this word): a KNN query
+# over the whole index takes a policy only as a hybrid query, with a filter.
+ADHOC = " HYBRID_POLICY ADHOC_BF"
+EVERY = "-@p:{none}"
 
 # The most rows one FT.SEARCH returns (the server's MAXSEARCHRESULTS default): a search serves at most
 # this many rows, so a larger ``offset + limit`` reads that many (docs/semantics.md).
@@ -81,6 +93,16 @@ class Searcher:
         )
         self.need = op.offset + op.limit
 
+    def brute_force(self, tokens: Collection[str]) -> None:
+        """Search exactly, by a brute-force scan of the prefix's documents, when its token (``""``:
+        the whole index) is in ``tokens`` (see :func:`knn_settings`): HNSW misses neighbours among
+        many equal vectors, and a small prefix is scanned as fast."""
+        prefix = tuple(self.op.namespace_prefix)
+        if self.qvec is None or (path_token("n", prefix) if prefix else "") not in tokens:
+            return
+        self.parts = self.parts or [EVERY]  # a hybrid query, which alone takes a policy
+        self.policy = ADHOC
+
     def _query(self) -> str:
         return (
             f"({' '.join(self.parts)})" if self.parts else "*"
@@ -92,6 +114,7 @@ class Searcher:
         if self.qvec is None or self.spec is None:
             return self._search(self._query(), "u", "DESC", window)
         ef = f"{self.policy} EF_RUNTIME {max(self.ef, window)}" if self.spec.kind != "exact" else ""
+        ef = self.policy if self.policy == ADHOC else ef  # a brute-force scan takes no breadth
         return self._search(f"{self._query()}=>[KNN {window} @e $B{ef} AS d]", "d", "ASC", window)
 
     def _search(self, query: str, sort: str, order: str, window: int) -> Call:
@@ -186,9 +209,13 @@ def knn_settings(
     spec: IndexSpec,
     searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
     stats: SearchStats,
-) -> Generator[Round, list[Any], tuple[int, set[str]]]:
-    """HNSW search breadth for the index's size, and the namespace prefixes (tokens) of this batch's
-    KNN searches that hold at least half of the index (sizes re-read at most once a minute)."""
+    queries: Sequence[list[float]] = (),
+) -> Generator[Round, list[Any], tuple[int, set[str], set[str]]]:
+    """HNSW search breadth (explicit ``ef_search``/``ef_runtime``, else the calibrated one, else by
+    the index's size); the namespace prefixes (tokens) of this batch's KNN searches that hold at
+    least half of the index; and those to scan exactly (``""``: the whole index): holding at most
+    ``exact_below`` documents, or all when calibration chose exact search (sizes re-read at most
+    once a minute). ``queries`` (the batch's query vectors) go to the calibrator."""
     tokens = {
         path_token("n", tuple(op.namespace_prefix))
         for _, op, _ in searches
@@ -207,5 +234,15 @@ def knn_settings(
         for t, reply in zip(stale, replies[len(replies) - len(stale) :]):
             stats.prefix(t).update(_total(reply))
     total = stats.index.count or 0
-    ef = int(spec.ann.get("ef_search", 0)) or search_breadth(total, EF_RUNTIME)
-    return ef, {t for t in tokens if 2 * (stats.prefix(t).count or 0) >= max(total, 1)}
+    calibrator = stats.calibration
+    explicit = explicit_breadth(spec)
+    ef = explicit
+    if not ef and calibrator is not None:
+        calibrator.observe(queries, total)
+        ef = calibrator.breadth(search_breadth(total, EF_RUNTIME))
+    ef = ef or search_breadth(total, EF_RUNTIME)
+    below = int(spec.ann.get("exact_below", EXACT_BELOW))
+    everything = not explicit and calibrator is not None and calibrator.exact
+    sizes = {t: stats.prefix(t).count or 0 for t in tokens} | {"": total}
+    exact = {t for t, n in sizes.items() if n <= below or everything}
+    return ef, {t for t in tokens if 2 * sizes[t] >= max(total, 1)}, exact

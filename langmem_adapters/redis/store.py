@@ -36,6 +36,7 @@ from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
 from langmem_adapters.redis.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.redis.plan import plan
+from langmem_adapters.redis.probe import RedisCalibration
 from langmem_adapters.redis.reindex import RedisReindex
 from langmem_adapters.redis.schema import check_mode, setup_plan
 from langmem_adapters.redis.scripts import Round
@@ -133,12 +134,14 @@ def _check_cluster_mode(cluster_mode: bool | None, cluster: bool) -> None:
         )
 
 
-class _RedisConfig:
+class _RedisConfig(RedisCalibration):
     """What the sync and async Redis stores share beyond the common store base."""
 
     index_spec: IndexSpec | None
     index_config: Mapping[str, Any] | None
     _guard: IdentityGuard
+    _stats: SearchStats
+    _new_stats: Callable[[], SearchStats]  # the calibration mixin's (core.calibration)
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
@@ -153,7 +156,7 @@ class _RedisConfig:
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False
-        self._stats = SearchStats()
+        self._stats = self._new_stats()
 
     def _ready(self) -> Plan[Mode]:
         """The store's mode, detected first (``setup()``) if the store has not yet."""
@@ -194,7 +197,8 @@ class _RedisConfig:
 
     def _switched(self, spec: IndexSpec, identity: Identity) -> None:
         """After a reindex switched: the new index and identity from now on."""
-        self.index_spec, self._stats = spec, SearchStats()
+        self.index_spec = spec
+        self._stats = self._new_stats()
         config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
         self.index_config = {**(self.index_config or {}), **config}
         self._guard.adopt(identity, 0)

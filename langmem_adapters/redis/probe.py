@@ -1,0 +1,156 @@
+"""The Redis side of calibration (:mod:`langmem_adapters.core.calibration`): the commands that count
+and sample the vector index and search it exactly (a brute-force scan) and through HNSW at a given
+``EF_RUNTIME``; and the Redis stores' calibration hooks."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from langmem_adapters.core.calibration import Hit
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
+from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.search import ADHOC, EF_RUNTIME, EVERY, EXACT_BELOW
+
+__all__ = ["RedisCalibration", "RedisProbe"]
+
+Steps = Any
+
+
+def _rows(reply: Any) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """``total`` and ``(id, fields)`` rows of an FT.SEARCH reply (a map under RESP3, a list under
+    RESP2; fields only as ``RETURN`` asked)."""
+    if isinstance(reply, Mapping):
+        results = reply.get("results", reply.get(b"results", []))
+        total = reply.get("total_results", reply.get(b"total_results", 0))
+        out = []
+        for r in results:
+            attrs = r.get("extra_attributes", r.get(b"extra_attributes", {})) or {}
+            out.append((text(r.get("id", r.get(b"id"))), {text(k): v for k, v in attrs.items()}))
+        return int(total), out
+    total, rest = int(reply[0]), list(reply[1:])
+    rows: list[tuple[str, dict[str, Any]]] = []
+    i = 0
+    while i < len(rest):
+        doc = text(rest[i])
+        fields: dict[str, Any] = {}
+        if i + 1 < len(rest) and isinstance(rest[i + 1], list):
+            pairs = rest[i + 1]
+            fields = {text(k): v for k, v in zip(pairs[::2], pairs[1::2])}
+            i += 1
+        rows.append((doc, fields))
+        i += 1
+    return total, rows
+
+
+class RedisProbe:
+    """Commands over one vector index: its document count, a random sample of its vectors, and the
+    ``k`` nearest documents of queries exactly (``HYBRID_POLICY ADHOC_BF``) or through HNSW."""
+
+    #: The widest ``EF_RUNTIME`` tried (the server takes more; a wider one costs about a scan).
+    max_breadth = 4000
+
+    def __init__(self, keys: Keys, spec: IndexSpec) -> None:
+        self.index = keys.index(spec)
+        self.dtype = vector_dtype(spec)[1]
+
+    def count(self) -> Steps:
+        """The number of documents (items with vectors) in the index."""
+        (reply,) = yield Round([Call(("FT.SEARCH", self.index, "*", "LIMIT", 0, 0, "DIALECT", 2))])
+        return _rows(reply)[0]
+
+    def sample(self, n: int) -> Steps:
+        """Up to ``n`` stored vectors (each document's first) at random positions of the index."""
+        total = yield from self.count()
+        if not total:
+            return []
+        offsets = random.sample(range(total), min(n, total))
+        calls = [
+            Call(("FT.SEARCH", self.index, "*", "NOCONTENT", "LIMIT", o, 1, "DIALECT", 2))
+            for o in offsets
+        ]
+        docs = [doc for reply in (yield Round(calls)) for doc, _ in _rows(reply)[1]]
+        if not docs:
+            return []
+        replies = yield Round([Call(("JSON.GET", doc, "$.e[0]")) for doc in docs])
+        out = []
+        for reply in replies:
+            got = json.loads(text(reply)) if reply is not None else []
+            if got:
+                out.append([float(x) for x in got[0]])
+        return out
+
+    def query(self, vector: list[float]) -> list[float]:
+        """Query vectors are float lists here, as in the store's plans."""
+        return vector
+
+    def _knn(self, queries: Sequence[list[float]], k: int, head: str, tail: str) -> Steps:
+        calls = [
+            Call(
+                (
+                    "FT.SEARCH",
+                    self.index,
+                    f"{head}=>[KNN {int(k)} @e $B{tail} AS d]",
+                    "SORTBY",
+                    "d",
+                    "ASC",
+                    "LIMIT",
+                    0,
+                    int(k),
+                    "RETURN",
+                    1,
+                    "d",
+                    "PARAMS",
+                    2,
+                    "B",
+                    np.asarray(q, self.dtype).tobytes(),
+                    "DIALECT",
+                    2,
+                )
+            )
+            for q in queries
+        ]
+        replies = yield Round(calls)
+        out: list[list[Hit]] = []
+        for reply in replies:
+            out.append([(doc, float(text(f["d"]))) for doc, f in _rows(reply)[1]])
+        return out
+
+    def exact(self, queries: Sequence[list[float]], k: int) -> Steps:
+        """The exact ``k`` nearest documents of each query (a brute-force scan of the index)."""
+        return (yield from self._knn(queries, k, f"({EVERY})", ADHOC))
+
+    def ann(self, queries: Sequence[list[float]], k: int, breadth: int) -> Steps:
+        """The HNSW graph's ``k`` nearest documents of each query at ``EF_RUNTIME = breadth``."""
+        return (yield from self._knn(queries, k, "*", f" EF_RUNTIME {int(breadth)}"))
+
+
+class RedisCalibration:
+    """The Redis stores' calibration hooks: the probe (Query Engine mode only), plain mode's
+    exact-only search, and the rounds on the client's pool as every plan's."""
+
+    keys: Keys
+    mode: Mode | None
+    index_spec: IndexSpec | None
+    _breadth_schedule: Sequence[tuple[int, int]] = EF_RUNTIME
+    _exact_below = EXACT_BELOW
+
+    def _probe(self) -> RedisProbe | None:
+        """The calibration's commands over the store's vector index (``None``: no index, or plain)."""
+        spec = self.index_spec
+        if spec is None or self.mode != "query_engine":
+            return None
+        return RedisProbe(self.keys, spec)
+
+    def _exact_only(self) -> bool:
+        """Plain mode scores every search exactly (numpy), whatever the index options."""
+        return self.mode == "plain"
+
+    def _calibration_session(self) -> Any:
+        """The rounds of a calibration go through the client's pool, as every plan's."""
+        return self._session()  # type: ignore[attr-defined]

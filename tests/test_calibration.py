@@ -1,0 +1,306 @@
+"""The recall target: stores measure their own recall@10 and set the search breadth (or exact search)
+that meets it; ``vector_stats()``; explicit ``ef_search`` wins; small duplicate-heavy prefixes are
+searched exactly; a lost calibration connection never fails a search. Real servers throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+import redis
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import BaseStore, PutOp
+
+from langmem_adapters import HashEmbeddings
+from langmem_adapters.core.calibration import Calibrator, recall_at
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import InvalidArgumentError, StoreConnectionError
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
+from langmem_adapters.postgres.connection import BACKGROUND
+from langmem_adapters.redis import RedisStore
+from tests import servers
+from tests.conftest import hash_index
+
+N, DIMS = 4000, 96
+DATA = np.random.default_rng(0).standard_normal((N, DIMS)).astype(np.float32)
+QUERIES = np.random.default_rng(1).standard_normal((120, DIMS)).astype(np.float32)
+
+
+class TableEmbeddings(Embeddings):
+    """Stored text ``x:<i>`` embeds as ``DATA[i]``, query ``q:<i>`` as ``QUERIES[i]`` (standard-normal
+    vectors, the hard case); any other text (the identity probe) by hashing."""
+
+    def __init__(self) -> None:
+        self.other = HashEmbeddings(DIMS)
+
+    def _one(self, text: str, table: np.ndarray) -> list[float]:
+        head, _, index = text.partition(":")
+        if head in ("x", "q") and index.isdigit():
+            return [float(v) for v in table[int(index)]]
+        return self.other.embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t, DATA) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text, QUERIES)
+
+
+def _index(**ann: Any) -> dict[str, Any]:
+    return {"dims": DIMS, "embed": TableEmbeddings(), "fields": ["t"], "ann_index_config": ann}
+
+
+def _load(store: BaseStore) -> None:
+    for start in range(0, N, 1000):
+        store.batch(
+            [
+                PutOp(("docs", f"u{i % 4}"), str(i), {"t": f"x:{i}"})
+                for i in range(start, min(N, start + 1000))
+            ]
+        )
+
+
+def _own_recall(store: BaseStore, queries: range, prefix: tuple[str, ...] = ()) -> float:
+    """recall@10 of the store's answers against numpy's exact cosine neighbours."""
+    unit = DATA / np.linalg.norm(DATA, axis=1, keepdims=True)
+    keep = np.array([prefix == () or f"u{i % 4}" == prefix[1] for i in range(N)])
+    total = 0.0
+    for qi in queries:
+        q = QUERIES[qi] / np.linalg.norm(QUERIES[qi])
+        sims = np.where(keep, unit @ q, -np.inf)
+        truth = {str(i) for i in np.argsort(-sims)[:10]}
+        got = {item.key for item in store.search(prefix, query=f"q:{qi}", limit=10)}
+        total += len(got & truth) / 10
+    return total / len(queries)
+
+
+def _pg_store(index: dict[str, Any], pool: bool = False) -> tuple[PostgresStore, Any]:
+    conn = psycopg.connect(servers.postgres_dsn(), autocommit=True)
+    store = PostgresStore(conn, index=index, table_prefix=f"cal{uuid.uuid4().hex[:8]}")  # type: ignore[arg-type]
+    store.setup()
+    return store, conn
+
+
+def _drop_pg(store: PostgresStore) -> None:
+    with psycopg.connect(servers.postgres_dsn(), autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s",
+            [store.tables.prefix + "\\_%"],
+        ).fetchall()
+        for (name,) in tables:
+            conn.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture(scope="module")
+def pg_loaded() -> Iterator[PostgresStore]:
+    store, conn = _pg_store(_index())
+    with store.bulk_load():
+        _load(store)
+    yield store
+    conn.close()
+    _drop_pg(store)
+
+
+@pytest.fixture(scope="module")
+def redis_loaded() -> Iterator[RedisStore]:
+    client = redis.Redis.from_url(servers.redis_url(modules=True))
+    store = RedisStore(client, index=_index(), prefix=f"cal{uuid.uuid4().hex[:8]}")  # type: ignore[arg-type]
+    store.setup()
+    _load(store)
+    yield store
+    client.close()
+
+
+@pytest.mark.parametrize("which", ["pg", "redis"])
+def test_calibration_meets_the_target_on_normal_vectors(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    store = request.getfixturevalue(f"{which}_loaded")
+    for qi in range(40):  # recent queries: what the calibration measures with
+        store.search((), query=f"q:{qi}", limit=10)
+    stats = store.calibrate()
+    assert stats.source == "calibrated" and stats.measured_size == N and stats.size == N
+    assert stats.recall >= 0.95 and stats.measured_at is not None
+    assert (stats.mode == "exact") == (stats.breadth is None)
+    # Held-out queries, recall computed here against numpy (the store's report is not trusted).
+    assert _own_recall(store, range(60, 120)) >= 0.93
+    assert _own_recall(store, range(60, 90), ("docs", "u1")) >= 0.93
+
+
+def test_background_calibration_starts_from_searches(pg_loaded: PostgresStore) -> None:
+    store, conn = _pg_store(_index())
+    try:
+        with store.bulk_load():
+            _load(store)
+        assert store.vector_stats().source == "schedule"  # type: ignore[union-attr]
+        store.search((), query="q:0", limit=10)  # wakes the background, does not wait for it
+        deadline = time.monotonic() + 120
+        while store.vector_stats().source != "calibrated":  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, store.vector_stats()
+            store.search((), query="q:1", limit=10)
+            time.sleep(0.2)
+        assert _own_recall(store, range(60, 100)) >= 0.93
+    finally:
+        conn.close()
+        _drop_pg(store)
+
+
+def test_explicit_ef_search_wins(pg_loaded: PostgresStore) -> None:
+    store, conn = _pg_store(_index(ef_search=24))
+    try:
+        with store.bulk_load():
+            _load(store)
+        stats = store.calibrate()
+        assert stats is not None
+        assert (stats.source, stats.breadth, stats.mode, stats.recall) == (
+            "explicit",
+            24,
+            "ann",
+            None,
+        )
+        # The narrow breadth really is used: recall well below what calibration reaches.
+        assert _own_recall(store, range(60, 90)) < 0.9
+    finally:
+        conn.close()
+        _drop_pg(store)
+
+
+def test_redis_ef_runtime_is_explicit_too() -> None:
+    client = redis.Redis.from_url(servers.redis_url(modules=True))
+    try:
+        store = RedisStore(client, index=_index(ef_runtime=33), prefix=f"cal{uuid.uuid4().hex[:8]}")  # type: ignore[arg-type]
+        store.setup()
+        stats = store.vector_stats()
+        assert stats is not None and (stats.source, stats.breadth) == ("explicit", 33)
+    finally:
+        client.close()
+
+
+def test_vector_stats_fields(make_store: Any, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no vector_stats")
+    assert make_store().vector_stats() is None  # no index
+    store = make_store(index=hash_index())
+    store.put(("a",), "1", {"text": "hello"})
+    stats = store.vector_stats()
+    assert stats.size == 1 and stats.target == 0.95 and stats.recall is None
+    if backend == "redis-plain":
+        assert (stats.mode, stats.source, stats.breadth) == ("exact", "exact", None)
+    else:
+        assert (stats.mode, stats.source) == ("ann", "schedule") and stats.breadth > 0
+    assert make_store(index=hash_index(ann_index_config={"kind": "exact"})).vector_stats().mode == (
+        "exact"
+    )
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, "high", True, -0.1])
+def test_target_recall_is_checked(bad: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="target_recall"):
+        IndexSpec.from_config(hash_index(ann_index_config={"target_recall": bad}))
+
+
+def test_duplicate_heavy_prefix_finds_the_distinct_item(make_store: Any) -> None:
+    """201 items under ("test", ...), 200 of them with the same vector: the one distinct item is
+    the first result of a query for it, in the prefix and globally (langgraph's store tests)."""
+    store = make_store(index=hash_index(fields=["text"]))
+    for i in range(200):  # one batch each: InMemoryStore fails on equal texts in one batch
+        store.put(("test", f"n{i % 3}"), f"dup{i}", {"text": "duplicate memory entry"})
+    store.put(("test", "n1"), "odd", {"text": "a distinct item"})
+    for prefix in (("test",), ()):
+        assert store.search(prefix, query="a distinct item", limit=5)[0].key == "odd"
+
+
+def test_recall_counts_ties_as_hits() -> None:
+    exact = [[("a", 0.1), ("b", 0.2), ("c", 0.2)]]
+    assert recall_at(exact, [[("a", 0.1), ("d", 0.2), ("b", 0.2)]], k=3) == 1.0
+    assert recall_at(exact, [[("a", 0.1), ("e", 0.5), ("b", 0.2)]], k=3) == pytest.approx(2 / 3)
+
+
+def test_calibrator_wakes_once_and_only_when_due() -> None:
+    woken: list[int] = []
+    cal = Calibrator(0.95, 1000, lambda: woken.append(1))
+    cal.observe([[0.0]], 500)  # small: exact anyway, nothing to measure
+    assert woken == []
+    cal.observe([[0.0]], 5000)
+    cal.observe([[0.0]], 5000)  # already running: no second wake; the same query kept once
+    assert woken == [1] and len(cal.recent) == 1  # one distinct query
+
+
+def test_lost_calibration_connection_never_fails_a_search(pg_loaded: PostgresStore) -> None:
+    """A killer terminates the calibration's own connection while it measures: ``calibrate``
+    reports the failure, searches running meanwhile all answer, and the next calibration works."""
+    store = pg_loaded
+    stop = threading.Event()
+
+    def kill_calibration_connections() -> int:
+        killed = 0
+        with psycopg.connect(servers.postgres_dsn(), autocommit=True) as conn:
+            while not stop.is_set():
+                killed += len(
+                    conn.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE application_name = %s",
+                        [BACKGROUND],
+                    ).fetchall()
+                )
+                time.sleep(0.005)
+        return killed
+
+    def search_until_stopped() -> int:
+        answered = 0
+        while not stop.is_set():
+            answered += len(store.search(("docs",), query="q:3", limit=10)) == 10
+        return answered
+
+    with ThreadPoolExecutor(2) as pool:
+        killer, searches = (
+            pool.submit(kill_calibration_connections),
+            pool.submit(search_until_stopped),
+        )
+        try:
+            time.sleep(0.1)
+            with pytest.raises(StoreConnectionError):
+                store.calibrate()
+            assert "StoreConnectionError" in (store.vector_stats().last_error or "")  # type: ignore[union-attr]
+        finally:
+            stop.set()
+        assert killer.result() >= 1 and searches.result() >= 1  # a search's failure re-raises here
+    stats = store.calibrate()
+    assert stats is not None and stats.last_error is None and stats.recall >= 0.95
+
+
+async def test_async_twins_calibrate_in_the_background() -> None:
+    conn = await psycopg.AsyncConnection.connect(servers.postgres_dsn(), autocommit=True)
+    store = AsyncPostgresStore(conn, index=_index(), table_prefix=f"cal{uuid.uuid4().hex[:8]}")  # type: ignore[arg-type]
+    try:
+        await store.setup()
+        async with store.abulk_load():
+            for start in range(0, N, 1000):
+                await store.abatch(
+                    [
+                        PutOp(("docs", f"u{i % 4}"), str(i), {"t": f"x:{i}"})
+                        for i in range(start, min(N, start + 1000))
+                    ]
+                )
+        first = await store.avector_stats()
+        assert first is not None and first.size == N and first.source == "schedule"
+        await store.asearch((), query="q:0", limit=10)  # wakes a task on this loop
+        deadline = time.monotonic() + 120
+        while (await store.avector_stats()).source != "calibrated":  # type: ignore[union-attr]
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        stats = await store.acalibrate()
+        assert stats is not None and stats.recall is not None and stats.recall >= 0.95
+        hits = await store.asearch((), query="q:70", limit=10)
+        assert len(hits) == 10
+    finally:
+        await conn.close()
+        _drop_pg(store)  # type: ignore[arg-type]
