@@ -18,7 +18,6 @@ from typing import Any, Literal, TypeVar
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     NOT_PROVIDED,
-    BaseStore,
     NotProvided,
     Op,
     PutOp,
@@ -36,6 +35,7 @@ from langmem_adapters.core.identity import IdentityGuard
 from langmem_adapters.core.ops import check_page_size, check_prefix, validate_namespace
 from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
 from langmem_adapters.core.reindex import AsyncReindex, SyncReindex
+from langmem_adapters.core.surface import OwnErrors
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidNamespaceError
@@ -52,7 +52,7 @@ ItemsPage = tuple[list[StoredItem], Cursor | None]
 PAGE_SIZE = 500
 
 
-class _Store(BaseStore):
+class _Store(OwnErrors):
     """Configuration, checks and plan builders shared by both drivers."""
 
     supports_ttl: bool = True

@@ -1,0 +1,143 @@
+"""Hostile counts: ``limit``, ``offset``, ``max_depth`` and page sizes beyond 64 bits or beyond a
+server's bounds are served (a huge limit means every match, a huge offset an empty page), and bad
+ones raise this package's errors naming the argument, on every store, sync and async."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from langgraph.store.base import ListNamespacesOp, Op, PutOp, SearchOp
+
+from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
+from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.reliability.test_hostile_input import HUGE, fill, populated_store, store_state
+
+BAD_COUNTS: list[tuple[Any, type[Exception]]] = [
+    (-1, InvalidArgumentError),
+    (-(2**70), InvalidArgumentError),
+    (True, InvalidArgumentTypeError),
+    (1.0, InvalidArgumentTypeError),
+    ("10", InvalidArgumentTypeError),
+    (None, InvalidArgumentTypeError),
+    (math.inf, InvalidArgumentTypeError),
+]
+
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def _page_calls(n: int, offset: int = 0) -> list[Call]:
+    """Every paged read, as (method, positional and keyword arguments), with ``limit`` ``n``."""
+    lim = {"limit": n, "offset": offset}
+    return [
+        ("search", (("fuzz",),), lim),
+        ("search", (("fuzz",),), {"query": "note 3", **lim}),
+        ("search", ((),), {"filter": {"kind": "fact"}, **lim}),
+        ("list_namespaces", (), {"prefix": ("fuzz",), **lim}),
+    ]
+
+
+def _hand_built(n: int, offset: int = 0) -> list[Op]:
+    return [SearchOp(("fuzz",), None, n, offset), ListNamespacesOp(None, None, n, offset)]
+
+
+def _keys(result: Any) -> Any:
+    return [(i.namespace, i.key) if hasattr(i, "key") else i for i in result]
+
+
+def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
+    make_store: StoreFactory, backend: str
+) -> None:
+    store = populated_store(make_store, backend)
+    before = store_state(store)
+    expected = [_keys(getattr(store, m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
+    assert all(expected) and len(expected[0]) == 12
+    everything = _keys(store.iter_items(("fuzz",)))  # type: ignore[attr-defined]
+    by_hand = [_keys(r) for r in store.batch(_hand_built(1000))]
+    for n in HUGE:
+        for (method, args, kw), want in zip(_page_calls(n), expected):
+            assert _keys(getattr(store, method)(*args, **kw)) == want, (method, n)
+        for method, args, kw in _page_calls(n, offset=n):
+            assert getattr(store, method)(*args, **kw) == [], (method, n)
+        assert [_keys(r) for r in store.batch(_hand_built(n))] == by_hand
+        assert store.batch(_hand_built(n, n)) == [[], []]
+        assert _keys(store.iter_items(("fuzz",), page_size=n)) == everything  # type: ignore[attr-defined]
+        assert store.list_namespaces(max_depth=n) == store.list_namespaces()
+    assert store.search(("fuzz",), limit=3, offset=2**40 - 1) == []
+    assert store_state(store) == before
+
+
+async def test_huge_limits_and_offsets_async(make_astore: AsyncStoreFactory, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no aiter_items")
+    store = await make_astore(index=hash_index(fields=["text"]))
+    await fill(store.abatch)
+    expected = [_keys(await getattr(store, "a" + m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
+    everything = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",))]  # type: ignore[attr-defined]
+    for n in (2_000_000, 2**63, 2**70):
+        for (method, args, kw), want in zip(_page_calls(n), expected):
+            assert _keys(await getattr(store, "a" + method)(*args, **kw)) == want, (method, n)
+        for method, args, kw in _page_calls(n, offset=n):
+            assert await getattr(store, "a" + method)(*args, **kw) == [], (method, n)
+        assert await store.abatch(_hand_built(n, n)) == [[], []]
+        got = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",), page_size=n)]  # type: ignore[attr-defined]
+        assert got == everything
+    assert len(await store.asearch(("fuzz",), limit=2**64)) == 12
+
+
+def _bad_count_calls(bad: Any) -> list[tuple[str, Call]]:
+    """(argument, call) for every count argument set to ``bad`` (``max_depth=None`` is valid)."""
+    calls = [
+        ("limit", ("search", (("fuzz",),), {"limit": bad})),
+        ("offset", ("search", (("fuzz",),), {"query": "x", "offset": bad})),
+        ("limit", ("list_namespaces", (), {"limit": bad})),
+        ("offset", ("list_namespaces", (), {"offset": bad})),
+    ]
+    depth = ("max_depth", ("list_namespaces", (), {"max_depth": bad}))
+    return calls if bad is None else [*calls, depth]
+
+
+def test_bad_counts_raise_our_errors_naming_the_argument(
+    make_store: StoreFactory, backend: str
+) -> None:
+    store = populated_store(make_store, backend)
+    before = store_state(store)
+    cases: list[tuple[Any, type[Exception]]] = [
+        *BAD_COUNTS,
+        (0, InvalidArgumentError),
+    ]  # max_depth and page_size must be >= 1
+    for bad, error in cases:
+        for name, (method, args, kw) in _bad_count_calls(bad):
+            if bad == 0 and name != "max_depth":
+                continue
+            with pytest.raises(error, match=name) as info:
+                getattr(store, method)(*args, **kw)
+            assert isinstance(info.value, (ValueError, TypeError)), (name, bad)
+        if bad is not None:
+            with pytest.raises(error, match="page_size"):
+                list(store.iter_items(("fuzz",), page_size=bad))  # type: ignore[attr-defined]
+            with pytest.raises(error, match="page_size"):
+                store.restore([], page_size=bad)  # type: ignore[attr-defined]
+        if bad != 0:  # a hand-built batch: the put before the bad op is not applied
+            for op in (SearchOp(("fuzz",), None, bad, 0), ListNamespacesOp(None, None, 10, bad)):
+                with pytest.raises(error, match=r"limit|offset"):
+                    store.batch([PutOp(("fuzz", "a"), "new", {"text": "new"}), op])
+    assert store_state(store) == before
+
+
+async def test_bad_counts_raise_our_errors_async(
+    make_astore: AsyncStoreFactory, backend: str
+) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore has its own checks")
+    store = await make_astore(index=hash_index(fields=["text"]))
+    await fill(store.abatch)
+    for bad, error in BAD_COUNTS:
+        for name, (method, args, kw) in _bad_count_calls(bad):
+            with pytest.raises(error, match=name):
+                await getattr(store, "a" + method)(*args, **kw)
+        with pytest.raises(error, match="limit"):
+            await store.abatch([PutOp(("fuzz", "a"), "new", {"t": 1}), SearchOp((), None, bad)])
+    assert await store.aget(("fuzz", "a"), "new") is None
+    assert len(await store.asearch(("fuzz",), limit=100)) == 12
