@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langgraph.store.base import GetOp, Op, Result, SearchOp
+from langgraph.store.base import GetOp, Op, Result, SearchItem, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import embed_queries
@@ -24,6 +24,7 @@ from langmem_adapters.postgres.search import (
     plain_search,
     pool_candidates,
     search_sizes,
+    unscored_search,
     vector_search,
 )
 from langmem_adapters.postgres.sql import (
@@ -103,9 +104,10 @@ def plan(
         write_statements(t, spec, batch.writes, vectors, if_absent) if batch.writes else ([], [])
     )
     writes = item_writes if if_absent else item_writes + vector_writes
-    # An exact fallback query runs in a later round; when the batch also writes, send the reads
-    # first so that every read of the batch sees the state before its writes.
-    reads_first = bool(writes) and any(n is not None for *_, n in searches)
+    # An exact fallback query, or the unscored tail of a short page, runs in a later round; when the
+    # batch also writes, send the reads first so that every read of the batch sees the state before
+    # its writes.
+    reads_first = bool(writes) and any(op.query in qvecs for _, op, *_ in searches)
     if not statements and not writes:
         return results
     if reads_first:
@@ -117,6 +119,7 @@ def plan(
 
     if batch.gets:
         _get_results(batch.gets, rows[0], results, refresh)
+    tails: list[tuple[SearchOp, list[SearchItem], Statement]] = []
     for i, op, conds, pos, n in searches:
         got = rows[pos]
         if op.query and spec is not None and qvecs.get(op.query):
@@ -130,9 +133,18 @@ def plan(
                     )
                 else:
                     got = pooled[op.offset : op.offset + op.limit]
-            results[i] = [search_item_of(r, spec.score(float(r[6]))) for r in got]
+            page = [search_item_of(r, spec.score(float(r[6]))) for r in got]
+            results[i] = page
+            if len(got) < op.limit:  # the scored items ran out: the page ends with unscored ones
+                room = op.limit - len(got)
+                tails.append((op, page, unscored_search(t, spec, op, conds, room, not got)))
         else:
             results[i] = [search_item_of(r, None) for r in got]
+        if op.refresh_ttl:
+            refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)
+    tail_rows = (yield Round([s for *_, s in tails])) if tails else []
+    for (op, page, _), got in zip(tails, tail_rows):
+        page += [search_item_of(r, None) for r in got]
         if op.refresh_ttl:
             refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)
     for i, pos in lists:

@@ -37,6 +37,7 @@ __all__ = [
     "plain_search",
     "pool_candidates",
     "search_sizes",
+    "unscored_search",
     "vector_search",
 ]
 
@@ -271,6 +272,38 @@ def pool_candidates(rows: list[Sequence[Any]]) -> list[Sequence[Any]]:
         if k not in best or row[6] < best[k][6]:
             best[k] = row
     return sorted(best.values(), key=lambda r: (r[6], r[0], r[1]))
+
+
+def unscored_search(
+    t: Tables,
+    spec: IndexSpec,
+    op: SearchOp,
+    conditions: tuple[Condition, ...],
+    room: int,
+    counted: bool,
+) -> Statement:
+    """The tail of a query search whose scored items ran out: up to ``room`` filtered live items
+    under the prefix without a vector (no row in the vector table), newest first, as InMemoryStore
+    returns them after the scored ones. ``counted``: the scored page came back empty, so the items
+    to skip are ``offset`` minus the scored matches (counted here, at most ``offset`` of them); else
+    none."""
+    vt = t.vectors(spec)
+    ns_sql, ns_params = ns_condition("s.ns", op.namespace_prefix)
+    f_sql, f_params = filter_sql(conditions, "s.value")
+    where = f"{ns_sql} AND {LIVE.format(a='s')} AND {f_sql}"
+    has = f"EXISTS (SELECT 1 FROM {vt} v WHERE v.ns = s.ns AND v.key = s.key)"
+    skip, skip_params = "0", []
+    if counted and op.offset:
+        skip = (
+            f"greatest(0, %s - (SELECT count(*) FROM (SELECT 1 FROM {t.store} s "
+            f"WHERE {where} AND {has} LIMIT %s) AS c))"
+        )
+        skip_params = [op.offset, *ns_params, *f_params, op.offset]
+    return Statement(
+        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s WHERE {where} AND NOT {has} "
+        f"ORDER BY s.updated_at DESC, s.ns, s.key LIMIT %s OFFSET {skip}",
+        [*ns_params, *f_params, room, *skip_params],
+    )
 
 
 def list_statement(t: Tables, op: ListNamespacesOp) -> Statement:

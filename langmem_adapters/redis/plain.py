@@ -65,9 +65,12 @@ def plain_searches(
             if matches(r.value, conds)
         ]
         qvec = qvecs.get(op.query or "")
+        unscored: list[Record] = []
         if qvec is not None and spec is not None:
-            records = _score(spec, records, qvec)
+            records, unscored = _score(spec, records, qvec)
+            unscored.sort(key=lambda r: r.sort_key)
         records.sort(key=lambda r: r.sort_key)
+        records += unscored  # after every scored item, newest first (InMemoryStore's contract)
         out.append((i, op, records[op.offset : op.offset + op.limit]))
     return out
 
@@ -86,15 +89,19 @@ def _distances(
     return np.asarray(1.0 - np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
 
 
-def _score(spec: IndexSpec, records: list[Record], q: list[float]) -> list[Record]:
-    """Exact scoring with numpy: each item's best vector (items without vectors are dropped)."""
+def _score(
+    spec: IndexSpec, records: list[Record], q: list[float]
+) -> tuple[list[Record], list[Record]]:
+    """Exact scoring with numpy: each item's best vector; the scored records, then those without
+    vectors."""
     pairs = [(r, r.vectors) for r in records if r.vectors is not None and len(r.vectors)]
+    unscored = [r for r in records if r.vectors is None or not len(r.vectors)]
     if not pairs:
-        return []
+        return [], unscored
     scored = [r for r, _ in pairs]
     matrix = np.concatenate([v for _, v in pairs])
     starts = np.cumsum([0, *(len(v) for _, v in pairs[:-1])])
     best = np.minimum.reduceat(_distances(spec, matrix, np.asarray(q, np.float32)), starts)
     for r, d in zip(scored, best):
         r.distance = float(d)
-    return scored
+    return scored, unscored

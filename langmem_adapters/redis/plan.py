@@ -22,7 +22,7 @@ from langmem_adapters.redis.layout import Keys, Mode, text
 from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import Searcher, knn_settings
+from langmem_adapters.redis.search import Searcher, knn_settings, unscored_tail
 from langmem_adapters.redis.writes import (
     delete_entry,
     embed_writes,
@@ -106,7 +106,10 @@ def plan(
         results[i] = _list_result(list_op, listed)
     found: list[tuple[int, SearchOp, list[Record]]] = []
     for (i, s, window), reply in zip(searchers, replies[pos + need_registry :]):
-        found.append((i, s.op, (yield from s.run(reply, window))))
+        page = yield from s.run(reply, window)
+        if s.qvec is not None and len(page) < s.op.limit:  # then items without vectors
+            page += yield from unscored_tail(s, page)
+        found.append((i, s.op, page))
     if mode == "plain" and batch.searches:
         found += yield from plain_searches(keys, spec, batch.searches, live, qvecs, now_ms)
     for i, op, records in found:

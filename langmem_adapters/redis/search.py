@@ -19,7 +19,7 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import path_token, pushdown
 
-__all__ = ["EF_RUNTIME", "EXACT_BELOW", "Searcher", "knn_settings"]
+__all__ = ["EF_RUNTIME", "EXACT_BELOW", "Searcher", "knn_settings", "unscored_tail"]
 
 # HNSW search breadth by index size, for recall@10 >= 0.95 against exact search with the default
 # build (M=16, EF_CONSTRUCTION=64) on hard, weakly clustered data, with margin for the spread between
@@ -92,6 +92,7 @@ class Searcher:
             else ""
         )
         self.need = op.offset + op.limit
+        self.matched: list[Record] = []  # after ``run``: the rows that passed, in page order
 
     def brute_force(self, tokens: Collection[str]) -> None:
         """Search exactly, by a brute-force scan of the prefix's documents, when its token (``""``:
@@ -187,7 +188,33 @@ class Searcher:
         primary = [r.distance if r.distance is not None else -r.updated for r in ok]
         if any(a >= b for a, b in pairwise(primary)):  # else already in page order
             ok.sort(key=lambda r: r.sort_key)
+        self.matched = ok
         return ok[self.op.offset : self.need]
+
+
+def unscored_tail(
+    s: Searcher, page: list[Record], op: SearchOp | None = None
+) -> Generator[Round, list[Any], list[Record]]:
+    """The rest of a KNN page whose scored items ran out (``s.run`` returned fewer than ``limit``,
+    so ``s.matched`` holds every scored match): the matching items without vectors, newest first,
+    from the items' index. Reading ``offset + limit`` of the newest matches is enough, since at most
+    ``len(s.matched)`` of them are scored; one more round, only for such pages. ``op``: the search
+    when ``s`` ran a wider one (a hybrid search's vector side), else ``s.op``."""
+    op = s.op if op is None else op
+    scored = {(r.namespace, r.key) for r in s.matched}
+    skip = max(0, op.offset - len(scored))
+    room = op.limit - len(page)
+    newest = Searcher(
+        s.keys,
+        None,
+        op._replace(query=None, offset=0, limit=skip + room + len(scored)),
+        s.conds,
+        None,
+    )
+    window = max(newest.need + 1, 10)
+    (reply,) = yield Round([newest.call(window)])
+    rows = yield from newest.run(reply, window)
+    return [r for r in rows if (r.namespace, r.key) not in scored][skip : skip + room]
 
 
 def _total(reply: Any) -> int:

@@ -169,7 +169,8 @@ def test_vector_documents_follow_their_items(qe_client: redis.Redis) -> None:
     store.put(("t",), "k", {"text": "beta"})  # no TTL now: neither the item nor its vectors expire
     assert qe_client.pttl(doc) == -1 and qe_client.pttl(store.keys.item("t", "k")) == -1
     store.put(("t",), "k", {"text": "beta"}, index=False)
-    assert not qe_client.exists(doc) and store.search(("t",), query="beta") == []
+    assert not qe_client.exists(doc)
+    assert [(r.key, r.score) for r in store.search(("t",), query="beta")] == [("k", None)]
     assert [r.key for r in store.search(("t",), filter={"text": "beta"})] == ["k"]
     store.put(("t",), "k", {"text": "gamma"})
     assert qe_client.exists(doc)
@@ -193,12 +194,16 @@ def test_a_vector_document_left_behind_is_neither_matched_nor_kept_alive(
     qe_client.delete(item)
     store.put(("t",), "k", {"note": "no text", "acl": "private"})
     assert store.search(("t",), query="secret plans", filter={"acl": "public"}) == []
-    assert store.search(("t",), query="secret plans") == []
+    # Not matched by the document: the item (no text now) is only listed unscored.
+    assert [(r.key, r.score) for r in store.search(("t",), query="secret plans")] == [("k", None)]
     store.put(("t",), "k2", {"text": "other", "acl": "public"}, ttl=5)
     qe_client.delete(store.keys.item("t", "k2"))
     store.put(("t",), "k2", {"text": "other again"})  # permanent now, with its vectors
     assert qe_client.pttl(store.keys.vectors("t", "k2")) == -1
-    assert [r.key for r in store.search(("t",), query="other again")] == ["k2"]
+    assert [(r.key, r.score is None) for r in store.search(("t",), query="other again")] == [
+        ("k2", False),
+        ("k", True),
+    ]
     assert qe_client.exists(doc)  # left behind, harmless: nothing reads it
 
 
