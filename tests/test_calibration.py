@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
 from langmem_adapters import HashEmbeddings
-from langmem_adapters.core.calibration import Calibrator, recall_at
+from langmem_adapters.core.calibration import Calibrator, recall_at, synthetic
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
@@ -141,12 +141,13 @@ def test_background_calibration_starts_from_searches(pg_loaded: PostgresStore) -
         with store.bulk_load():
             _load(store)
         assert store.vector_stats().source == "schedule"  # type: ignore[union-attr]
-        store.search((), query="q:0", limit=10)  # wakes the background, does not wait for it
+        for qi in range(40):  # once 40 distinct queries came, one wakes the background
+            store.search((), query=f"q:{qi}", limit=10)
         deadline = time.monotonic() + 120
         while store.vector_stats().source != "calibrated":  # type: ignore[union-attr]
             assert time.monotonic() < deadline, store.vector_stats()
-            store.search((), query="q:1", limit=10)
             time.sleep(0.2)
+        assert store._stats.calibration.measurement.real == 40  # type: ignore[union-attr]
         assert _own_recall(store, range(60, 100)) >= 0.93
     finally:
         conn.close()
@@ -227,11 +228,21 @@ def test_recall_counts_ties_as_hits() -> None:
 def test_calibrator_wakes_once_and_only_when_due() -> None:
     woken: list[int] = []
     cal = Calibrator(0.95, 1000, lambda: woken.append(1))
-    cal.observe([[0.0]], 500)  # small: exact anyway, nothing to measure
-    assert woken == []
-    cal.observe([[0.0]], 5000)
-    cal.observe([[0.0]], 5000)  # already running: no second wake; the same query kept once
-    assert woken == [1] and len(cal.recent) == 1  # one distinct query
+    cal.observe([[0.0]] * 50, 500)  # small: exact anyway, nothing to measure
+    cal.observe([[1.0]], 5000)  # two distinct queries: waits for more (PATIENCE)
+    assert woken == [] and len(cal.recent) == 2  # a repeated query is kept once
+    cal.observe([[float(i)] for i in range(2, 40)], 5000)
+    cal.observe([[99.0]], 5000)  # already running: no second wake
+    assert woken == [1]
+
+
+def test_synthetic_queries_follow_the_stored_distribution() -> None:
+    stored = (np.random.default_rng(5).standard_normal((400, 8)) * 3 + 2).tolist()
+    made = np.asarray(synthetic(stored))
+    assert made.shape == (400, 8) and not any(list(v) in stored for v in made.tolist())
+    assert np.allclose(made.mean(axis=0), 2, atol=0.6) and np.allclose(
+        made.std(axis=0), 3, atol=0.6
+    )
 
 
 def test_lost_calibration_connection_never_fails_a_search(pg_loaded: PostgresStore) -> None:
@@ -292,7 +303,8 @@ async def test_async_twins_calibrate_in_the_background() -> None:
                 )
         first = await store.avector_stats()
         assert first is not None and first.size == N and first.source == "schedule"
-        await store.asearch((), query="q:0", limit=10)  # wakes a task on this loop
+        for qi in range(40):  # the 40th distinct query wakes a task on this loop
+            await store.asearch((), query=f"q:{qi}", limit=10)
         deadline = time.monotonic() + 120
         while (await store.avector_stats()).source != "calibrated":  # type: ignore[union-attr]
             assert time.monotonic() < deadline
@@ -304,3 +316,17 @@ async def test_async_twins_calibrate_in_the_background() -> None:
     finally:
         await conn.close()
         _drop_pg(store)  # type: ignore[arg-type]
+
+
+async def test_async_vector_stats_and_calibrate(make_astore: Any, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no vector_stats")
+    store = await make_astore(index=hash_index())
+    await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
+    stats = await store.acalibrate()  # forced, even on a small index
+    assert stats is not None and stats.size == 30
+    if backend == "redis-plain":
+        assert (stats.source, stats.mode) == ("exact", "exact")
+    else:
+        assert stats.source == "calibrated" and stats.measured_size == 30 and stats.recall >= 0.95
+    assert (await store.avector_stats()) == stats

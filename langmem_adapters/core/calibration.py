@@ -60,6 +60,9 @@ DRIFT = 0.02
 SPOT_EVERY, MIN_INTERVAL = 500, 60.0
 #: After a failed check, the least time before the next try.
 RETRY = 10.0
+#: How long the first measurement waits for ``QUERIES`` distinct real queries before it tops them
+#: up with synthetic ones.
+PATIENCE = 30.0
 
 
 class Probe(Protocol):
@@ -182,6 +185,7 @@ class Calibrator:
         self.last_error: str | None = None
         self._checked_searches = 0
         self._checked_at = 0.0
+        self._first_seen: float | None = None
         self.running = False
 
     def observe(self, queries: Sequence[Any], count: int) -> None:
@@ -194,6 +198,8 @@ class Calibrator:
             if len(self.recent) > RECENT:
                 self.recent.popitem(last=False)
         self.searches += len(queries)
+        if self._first_seen is None:
+            self._first_seen = time.monotonic()
         if self.target is None or self.wake is None or self.running:
             return
         if count <= self.min_size and self.measurement is None:
@@ -211,6 +217,9 @@ class Calibrator:
         return m.real < QUERIES and len(self.recent) >= QUERIES
 
     def _due(self, count: int, now: float) -> bool:
+        waiting = now - (self._first_seen or now) < PATIENCE
+        if self.measurement is None and len(self.recent) < QUERIES and waiting:
+            return False  # wait a while for real queries: synthetic ones are a harder stand-in
         stale = self._stale(count)
         if now - self._checked_at < (RETRY if stale else MIN_INTERVAL):
             return False
@@ -260,18 +269,27 @@ class Calibrator:
         truth = yield from probe.exact(queries, K)
         exact_ms = (time.perf_counter() - t0) * 1000 / max(len(queries), 1)
         goal = min(1.0, self.target + MARGIN)
-        chosen: tuple[int, float, float] | None = None
-        last: tuple[int, float, float] = (probe.max_breadth, 0.0, float("inf"))
-        for breadth in _ladder(probe.max_breadth):
+
+        def at(breadth: int) -> Steps:
             t0 = time.perf_counter()
             found = yield from probe.ann(queries, K, breadth)
             ann_ms = (time.perf_counter() - t0) * 1000 / max(len(queries), 1)
-            last = (breadth, recall_at(truth, found), ann_ms)
+            return breadth, recall_at(truth, found), ann_ms
+
+        chosen: tuple[int, float, float] | None = None
+        last: tuple[int, float, float] = (probe.max_breadth, 0.0, float("inf"))
+        below = K
+        for breadth in _ladder(probe.max_breadth):
+            last = yield from at(breadth)
             if last[1] >= goal:
                 chosen = last
                 break
-            if ann_ms > 2 * exact_ms:  # already dearer than the exact scan, and not there yet
+            if last[2] > 2 * exact_ms:  # already dearer than the exact scan, and not there yet
                 break
+            below = breadth
+        if chosen is not None and chosen[0] - below > 8:  # one halving step between the rungs
+            middle = yield from at((below + chosen[0]) // 2)
+            chosen = middle if middle[1] >= goal else chosen
         breadth, recall, ann_ms = chosen or last
         mode: Literal["ann", "exact"] = (
             "ann" if chosen is not None and ann_ms < exact_ms else "exact"
