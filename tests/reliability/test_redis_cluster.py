@@ -25,6 +25,7 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
 from tests.conftest import hash_index
+from tests.contract import test_unscored as unscored
 from tests.contract.model import Model
 from tests.contract.test_properties import PROPERTY, _observe, _ops
 
@@ -210,3 +211,14 @@ async def test_async_export_and_restore_on_a_cluster(aclient: acluster.RedisClus
     listed = [i async for i in store.aiter_items(page_size=4)]
     assert listed == sorted(records, key=lambda r: r.cursor)
     assert (await store.aget(NAMESPACES[3], "k")).created_at == at  # type: ignore[union-attr]
+
+
+def test_items_without_vectors_follow_scored_ones_on_a_cluster(client: RedisCluster) -> None:
+    """The cluster's plain-mode search returns unscored items after the scored ones, paged as one
+    sequence (the contract of tests/contract/test_unscored.py)."""
+    store = _store(client, index=unscored.index())
+    unscored.fill(store)
+    full = store.search(("u",), query=unscored.QUERY, limit=100)
+    unscored.check_split(full, ours=True)
+    pages = [store.search(("u",), query=unscored.QUERY, limit=2, offset=o) for o in range(0, 8, 2)]
+    assert [h.key for page in pages for h in page] == [h.key for h in full]
