@@ -1,6 +1,10 @@
 """The benchmark's summary: each run's two stores are measured side by side, so it reports the median
 of the runs' ratios, not a ratio of medians taken from different runs."""
 
+from pathlib import Path
+
+import pytest
+
 from benchmarks import bench_postgres as bench
 
 
@@ -14,3 +18,79 @@ def test_summary_ratio_is_the_median_of_each_runs_ratio() -> None:
     assert rows[0]["ours"] == 10.0 and rows[0]["official"] == 2.0  # medians per store
     assert rows[0]["ratio"] == 4.0  # not 10 / 2
     assert bench.table_rows(bench.median_results(runs), {})[0]["ratio"] == 5.0
+
+
+# --------------------------------------------------------------------------- vector data sets
+
+
+def test_prose_sentences_keep_english_sentences_only() -> None:
+    from benchmarks.datasets import prose_sentences
+
+    doc = (
+        "Return the parsed value. Short.\n\n"
+        "Example::\n\n    x = f(1)\n\n"
+        ">>> f(1)\n1\n\n"
+        "lower-case paragraphs are field lists or code.\n\n"
+        "Args:\n    x: the input, which is a value.\n\n"
+        "Raises an error when the\n    input is {[(**)]}//:: not valid."
+    )
+    assert list(prose_sentences(doc)) == ["Return the parsed value."]
+
+
+def test_precomputed_embeddings_look_up_items_and_queries() -> None:
+    import numpy as np
+
+    from benchmarks.datasets import PrecomputedEmbeddings, VectorSet
+
+    rng = np.random.default_rng(1)
+    data = VectorSet("random", rng.standard_normal((5, 4)), rng.standard_normal((2, 4)))
+    emb = PrecomputedEmbeddings(data)
+    assert np.allclose(emb.embed_documents(["m3", "q1"]), [data.vectors[3], data.queries[1]])
+    assert np.allclose(emb.embed_query("q0"), data.queries[0])
+    # Other texts (identity probes) get a vector of the right size, the same one every time.
+    probe = emb.embed_query("The quick brown fox")
+    assert len(probe) == 4 and probe == emb.embed_query("The quick brown fox")
+    assert probe != emb.embed_query("another text")
+    # Exact scores are cosines whatever the vectors' lengths.
+    q = data.queries[1]
+    want = data.vectors @ q / np.linalg.norm(data.vectors, axis=1) / np.linalg.norm(q)
+    assert np.allclose(data.scores(1), want)
+
+
+def test_random_sets_are_cached_and_prefixes_of_larger_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    from benchmarks import datasets
+
+    monkeypatch.setattr(datasets, "CACHE_DIR", str(tmp_path))
+    small, big = datasets.load_set("random", 30, 4), datasets.load_set("random", 100, 4)
+    assert small.vectors.shape == (30, 256) and small.queries.shape == (4, 256)
+    assert np.array_equal(small.vectors, big.vectors[:30])
+    assert np.array_equal(small.queries, big.queries)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "random-100-256-s7.npy",
+        "random-30-256-s7.npy",
+        "random-q4-256-s7.npy",
+    ]
+    assert np.array_equal(datasets.load_set("random", 30, 4).vectors, small.vectors)
+
+
+def test_vector_benchmark_searches_the_namespace_its_items_are_put_in() -> None:
+    import numpy as np
+
+    from benchmarks import bench_vectors as bv
+    from benchmarks.datasets import VectorSet
+
+    n = 2 * bv.LOAD_BATCH + 7
+    data = VectorSet("random", np.zeros((n, 2)), np.zeros((60, 2)))
+    ops = [op for batch in bv.puts(data) for op in batch]
+    assert [op.key for op in ops] == [f"m{i}" for i in range(n)]
+    for q in (0, 7, 59):
+        rows = bv.candidates("ns", q, n)
+        assert {ops[i].namespace for i in rows} == {bv.prefix_of("ns", q)}
+        outside = set(range(n)) - set(rows.tolist())
+        assert all(ops[i].namespace != bv.prefix_of("ns", q) for i in outside)
+    assert len(bv.candidates("global", 3, n)) == n
+    assert all(op.namespace[:1] == bv.prefix_of("global", 0) for op in ops)
