@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["RRF_K", "HybridSpec", "fuse", "words"]
+__all__ = ["MAX_QUERY_CHARS", "RRF_K", "HybridSpec", "clean_query", "fuse", "words"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -28,6 +28,13 @@ K = TypeVar("K", bound=Hashable)
 RRF_K = 60
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+#: How much of a query's text the lexical side parses: a longer text is no keyword query, and a
+#: bound keeps the server's query small whatever a caller sends.
+MAX_QUERY_CHARS = 2000
+
+# What a server's text parameter cannot carry (NUL, lone surrogates): replaced by spaces.
+_UNSENDABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,12 @@ def words(text: str) -> list[str]:
     BM25 tokenizes, and the only characters a server query is built from, so no query syntax of the
     caller's text reaches a server."""
     return [w.casefold() for w in _WORD.findall(text)]
+
+
+def clean_query(text: str) -> str:
+    """The query text a server parses for the lexical side: at most ``MAX_QUERY_CHARS``
+    characters, NUL and lone surrogates replaced by spaces (a server cannot receive them)."""
+    return _UNSENDABLE.sub(" ", text[:MAX_QUERY_CHARS])
 
 
 def fuse(vector: Sequence[K], lexical: Sequence[K], spec: HybridSpec) -> list[tuple[K, float]]:

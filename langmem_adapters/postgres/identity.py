@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from langmem_adapters.core.identity import Identity, Recorded
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.postgres.lexical import backfill_plan
 from langmem_adapters.postgres.schema import Tables, index_tables_ddl, setup_plan, vector_ddl
 from langmem_adapters.postgres.sql import Round, Statement, Steps
 
@@ -62,11 +63,15 @@ def generation_plan(t: Tables, spec: IndexSpec) -> Steps[int]:
 
 def setup_steps(t: Tables, spec: IndexSpec | None) -> Steps[Tables]:
     """``setup()``: the schema and its migrations, then the vector table and ANN index of the
-    family's current generation (one transaction, under the setup lock); the tables to use."""
+    family's current generation (one transaction, under the setup lock), and for a hybrid store the
+    ``tsv`` of rows that lack it (:func:`~langmem_adapters.postgres.lexical.backfill_plan`); the
+    tables to use."""
     yield from setup_plan(t, None)
     if spec is None:
         return t
     yield Round([Statement(sql, fetch=False) for sql in index_tables_ddl(t)])
     t = Tables(t.prefix, (yield from generation_plan(t, spec)))
     yield Round([Statement(sql, fetch=False) for sql in vector_ddl(t, spec)])
+    if spec.hybrid is not None:
+        yield from backfill_plan(t, spec, spec.hybrid)
     return t

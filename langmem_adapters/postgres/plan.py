@@ -17,6 +17,7 @@ from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.postgres.lexical import lexical_search, scored_rows, vector_op
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.search import (
     get_statement,
@@ -80,6 +81,8 @@ def plan(
     if batch.gets:
         statements.append(get_statement(t, batch.gets))
     searches: list[tuple[int, SearchOp, tuple[Condition, ...], int, int | None]] = []
+    lexical: dict[int, int] = {}  # a hybrid search's lexical statement, by op
+    whole: set[int] = set()
     for i, op, conds in batch.searches:
         qvec = qvecs.get(op.query or "")
         if qvec is None or spec is None:
@@ -88,13 +91,19 @@ def plan(
         else:
             prefix = nsp.join(op.namespace_prefix)
             scan = spec.kind == "exact" or prefix in narrow
-            n = None if scan and conds else max(20, 2 * (op.offset + op.limit) * len(spec.fields))
+            vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
+            n = None if scan and conds else max(20, 2 * (vop.offset + vop.limit) * len(spec.fields))
             n = None if spec.kind == "exact" else n
             stmts = vector_search(
-                ef, t, spec, op, conds, qvec, n, exact=scan, broad=prefix in broad
+                ef, t, spec, vop, conds, qvec, n, exact=scan, broad=prefix in broad
             )
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
+            if scan and not conds:  # a scan of every vector under the prefix, nearest n first
+                whole.add(i)
+            if spec.hybrid is not None:  # the lexical side, in the same round
+                statements += lexical_search(t, spec, spec.hybrid, op, conds, vop.limit)
+                lexical[i] = len(statements) - 1
     lists = []
     for i, list_op in batch.lists:
         lists.append((i, len(statements)))
@@ -123,17 +132,21 @@ def plan(
     for i, op, conds, pos, n in searches:
         got = rows[pos]
         if op.query and spec is not None and qvecs.get(op.query):
+            vop = vector_op(spec, op)
             if n is not None:
                 pooled = pool_candidates(got)
-                if len(pooled) < op.offset + op.limit:
+                read_all = i in whole and len(got) < n  # a short scan holds every match
+                if len(pooled) < vop.offset + vop.limit and not read_all:
                     # The ANN window (or the iterative scan's budget) ran short for this filter or
                     # page: answer exactly, so a page is never short while more matches exist.
                     (got,) = yield Round(
-                        vector_search(ef, t, spec, op, conds, qvecs[op.query], None)
+                        vector_search(ef, t, spec, vop, conds, qvecs[op.query], None)
                     )
                 else:
-                    got = pooled[op.offset : op.offset + op.limit]
-            page = [search_item_of(r, spec.score(float(r[6]))) for r in got]
+                    got = pooled[vop.offset : vop.offset + vop.limit]
+            scored = scored_rows(spec, op, got, rows[lexical[i]] if i in lexical else None)
+            got = [r for r, _ in scored]
+            page = [search_item_of(r, score) for r, score in scored]
             results[i] = page
             if len(got) < op.limit:  # the scored items ran out: the page ends with unscored ones
                 room = op.limit - len(got)

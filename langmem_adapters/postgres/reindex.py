@@ -22,7 +22,7 @@ from langmem_adapters.core.embedding import ItemTexts, embed_missing
 from langmem_adapters.core.identity import Identity
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres.bulk import build_index_plan
-from langmem_adapters.postgres.schema import Tables, vector_ddl
+from langmem_adapters.postgres.schema import Tables, lexical_index_ddl, vector_ddl
 from langmem_adapters.postgres.sql import (
     KEY,
     LIVE,
@@ -135,6 +135,8 @@ class PostgresReindex:
         if not rows:
             # Filled: build the ANN index once, now (not row by row during the fill), as bulk loads do.
             shadow = self.shadow.vectors(self.target)
+            if self.target.hybrid is not None:
+                yield Round([Statement(lexical_index_ddl(shadow), fetch=False)])
             yield from build_index_plan(shadow, self.target, analyze=(self.t.store,))
             return None
         statements = yield from self._embed_rows(rows)
@@ -181,16 +183,24 @@ class PostgresReindex:
                 fetch=False,
             )
         ]
-        cells = [(ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got]
+        cells: list[tuple[str, ...]] = [
+            (ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got
+        ]
         if cells:
-            source, params = row_source(
-                (*KEY, ("field", "text"), ("h", "text"), ("e", "text")), cells
-            )
+            columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
+            tsv = tsv_value = ""
+            if spec.hybrid is not None:  # a hybrid store's rows keep their tsvector too
+                texts = {h: x for rows in wanted.values() for _, h, x in rows}
+                columns.append(("x", "text"))
+                cells = [(*cell, texts[cell[3]]) for cell in cells]
+                tsv = ", tsv"
+                tsv_value = f", to_tsvector('{spec.hybrid.text_config}'::regconfig, r.x)"
+            source, params = row_source(columns, cells)
             statements.append(
                 Statement(
-                    f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding) "
-                    f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type} FROM {source} "
-                    f"JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key",
+                    f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "
+                    f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} "
+                    f"FROM {source} JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key",
                     params,
                     fetch=False,
                 )

@@ -17,6 +17,7 @@ __all__ = [
     "ann_index_name",
     "check_ann",
     "index_tables_ddl",
+    "lexical_index_ddl",
     "migrations",
     "setup_plan",
     "vector_ddl",
@@ -171,7 +172,9 @@ def index_tables_ddl(t: Tables) -> list[str]:
 
 
 def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
-    """DDL for the vector table of ``spec`` and its ANN index (idempotent)."""
+    """DDL for the vector table of ``spec`` (with the ``tsv`` column the lexical side of hybrid
+    search reads: NULL for rows a non-hybrid store wrote), its ANN index and, for a hybrid store,
+    the GIN index of ``tsv`` (idempotent)."""
     vt = t.vectors(spec)
     ddl = [
         "CREATE EXTENSION IF NOT EXISTS vector",
@@ -182,15 +185,34 @@ def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
             field text NOT NULL,
             text_hash text NOT NULL,
             embedding {spec.vector_type}({spec.dims}) NOT NULL,
+            tsv tsvector,
             PRIMARY KEY (ns, key, field),
             FOREIGN KEY (ns, key) REFERENCES {t.store} (ns, key) ON DELETE CASCADE
         )
+        """,
+        # A table made before hybrid search gets the (NULL, metadata-only) column; checked first, so
+        # a table that has it is not locked by every setup().
+        f"""
+        DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '{vt}'::regclass
+                           AND attname = 'tsv' AND NOT attisdropped) THEN
+                ALTER TABLE {vt} ADD COLUMN tsv tsvector;
+            END IF;
+        END $$
         """,
     ]
     index = ann_index_ddl(vt, spec)
     if index is not None:
         ddl.append(index)
+    if spec.hybrid is not None:
+        ddl.append(lexical_index_ddl(vt))
     return ddl
+
+
+def lexical_index_ddl(table: str) -> str:
+    """``CREATE INDEX IF NOT EXISTS`` of the GIN index on the vector table's ``tsv`` column (the
+    lexical side of hybrid search; made by the setup of a hybrid store only)."""
+    return f"CREATE INDEX IF NOT EXISTS {table}_tsv_idx ON {table} USING gin (tsv)"
 
 
 def setup_plan(t: Tables, spec: IndexSpec | None) -> Steps[None]:

@@ -155,13 +155,22 @@ def write_statements(
     statements.append(Statement(sql, put_params, fetch=if_absent))
     if spec is None:
         return statements, []
-    return statements, _vector_statements(t, spec, put_keys, vectors)
+    texts = None
+    if spec.hybrid is not None:  # the lexical side is parsed from the texts the vectors embed
+        texts = {h: x for rows in texts_to_embed(spec, puts).values() for _, h, x in rows}
+    return statements, _vector_statements(t, spec, put_keys, vectors, texts)
 
 
 def _vector_statements(
-    t: Tables, spec: IndexSpec, put_keys: list[tuple[str, str]], vectors: ItemVectors
+    t: Tables,
+    spec: IndexSpec,
+    put_keys: list[tuple[str, str]],
+    vectors: ItemVectors,
+    texts: Mapping[str, str] | None,
 ) -> list[Statement]:
-    """Replace the put items' vectors: drop fields they no longer index, upsert changed text."""
+    """Replace the put items' vectors: drop fields they no longer index, upsert changed text. With
+    ``texts`` (by text hash: a hybrid store) each row also gets its ``tsvector``, in the same
+    statement, so the lexical side changes in the item's transaction."""
     vt = t.vectors(spec)
     vector_statements: list[Statement] = []
     keep = [(ns, key, field) for (ns, key), rows in vectors.items() for field, _, _ in rows]
@@ -172,18 +181,26 @@ def _vector_statements(
         stale += f" AND (v.ns, v.key, v.field) NOT IN (SELECT r.ns, r.key, r.field FROM {kept})"
         params += kept_params
     vector_statements.append(Statement(stale, params, fetch=False))
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
     ]
     if rows:
-        source, params = row_source((*KEY, ("field", "text"), ("h", "text"), ("e", "text")), rows)
+        columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
+        tsv = tsv_value = tsv_set = tsv_stale = ""
+        if texts is not None and spec.hybrid is not None:
+            # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
+            columns.append(("x", "text"))
+            rows = [(*row, texts[row[3]]) for row in rows]
+            tsv, tsv_set, tsv_stale = ", tsv", ", tsv = excluded.tsv", " OR v.tsv IS NULL"
+            tsv_value = f", to_tsvector('{spec.hybrid.text_config}'::regconfig, r.x)"
+        source, params = row_source(columns, rows)
         vector_statements.append(
             Statement(
-                f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding) "
-                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type} FROM {source} "
+                f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
+                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source} "
                 f"ON CONFLICT (ns, key, field) DO UPDATE "
-                f"SET text_hash = excluded.text_hash, embedding = excluded.embedding "
-                f"WHERE v.text_hash <> excluded.text_hash",
+                f"SET text_hash = excluded.text_hash, embedding = excluded.embedding{tsv_set} "
+                f"WHERE v.text_hash <> excluded.text_hash{tsv_stale}",
                 params,
                 fetch=False,
             )

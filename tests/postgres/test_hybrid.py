@@ -1,0 +1,204 @@
+"""Hybrid search on Postgres: the ``tsv`` column kept with the vector rows, its GIN index, the
+migration of tables made before hybrid search, reindex and restore keeping it, one round trip, and
+what a non-hybrid store does not pay."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph.store.base import PutOp, SearchOp
+
+from langmem_adapters import HashEmbeddings
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
+from langmem_adapters.postgres.lexical import lexical_search
+from langmem_adapters.postgres.sql import Round
+from tests import servers
+from tests.conftest import hash_index
+
+
+@pytest.fixture
+def conn() -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(servers.postgres_dsn(), autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A fresh table prefix: every test gets its own tables."""
+    return f"hy{uuid.uuid4().hex[:10]}"
+
+
+def index(hybrid: Any = True, **extra: Any) -> dict[str, Any]:
+    return hash_index(fields=["text", "tags[*]"], hybrid=hybrid, **extra)
+
+
+def store_of(conn: psycopg.Connection[Any], prefix: str, **kw: Any) -> PostgresStore:
+    store = PostgresStore(conn, index=index(**kw), table_prefix=prefix)  # type: ignore[arg-type]
+    store.setup()
+    return store
+
+
+def tsv(conn: psycopg.Connection[Any], table: str) -> dict[tuple[str, str], str | None]:
+    rows = conn.execute(f"SELECT key, field, tsv::text FROM {table} ORDER BY key, field").fetchall()
+    return {(k, f): t for k, f, t in rows}
+
+
+def spy_rounds(store: PostgresStore) -> list[Round]:
+    """From now on, every round the store sends is also appended to the returned list."""
+    rounds: list[Round] = []
+    original = store._session
+
+    class Spy:
+        def __init__(self) -> None:
+            self.session = original()
+
+        def __enter__(self) -> Any:
+            run = self.session.__enter__()
+
+            def send(request: Round) -> Any:
+                rounds.append(request)
+                return run(request)
+
+            return send
+
+        def __exit__(self, *exc: Any) -> None:
+            self.session.__exit__(*exc)
+
+    store._session = Spy  # type: ignore[assignment,method-assign]
+    return rounds
+
+
+def test_rows_keep_their_tsvector_with_the_vector(conn: Any, prefix: str) -> None:
+    store = store_of(conn, prefix)
+    store.put(("a",), "k", {"text": "Order 48213 shipped", "tags": ["ERR_TLS_CERT_ALTNAME", "x"]})
+    table = f"{prefix}_vectors_vector64"
+    got = tsv(conn, table)
+    assert got[("k", "text")] == "'48213':2 'order':1 'shipped':3"
+    assert got[("k", "tags[*].0")] == "'altname':4 'cert':3 'err':1 'tls':2"
+    gin = f"{table}_tsv_idx"
+    assert conn.execute("SELECT to_regclass(%s)", [gin]).fetchone()[0] is not None
+    # A changed text gets a new tsvector in the same put; a field no longer indexed loses its row.
+    store.put(("a",), "k", {"text": "Order 55555 lost"})
+    assert tsv(conn, table) == {("k", "text"): "'55555':2 'lost':3 'order':1"}
+    # A per-put index override: only those fields are in both sides.
+    store.put(("a",), "o", {"text": "nothing", "title": "Invoice 777"}, index=["title"])
+    assert tsv(conn, table)[("o", "title")] == "'777':2 'invoice':1"
+    assert [r.key for r in store.search(("a",), query="invoice 777", limit=1)] == ["o"]
+
+
+def test_a_non_hybrid_store_pays_nothing(conn: Any, prefix: str) -> None:
+    store = store_of(conn, prefix, hybrid=False)
+    store.put(("a",), "k", {"text": "Order 48213 shipped"})
+    table = f"{prefix}_vectors_vector64"
+    assert tsv(conn, table) == {("k", "text"): None}
+    assert conn.execute("SELECT to_regclass(%s)", [f"{table}_tsv_idx"]).fetchone()[0] is None
+    rounds = spy_rounds(store)
+    store.put(("a",), "k2", {"text": "Order 1 shipped"})
+    store.search(("a",), query="order 48213")
+    sent = [st.sql for r in rounds for st in r.statements]
+    assert sent and not any("tsv" in sql or "to_tsvector" in sql for sql in sent)
+
+
+def test_one_round_trip_like_vector_search(conn: Any, prefix: str) -> None:
+    hybrid = store_of(conn, prefix)
+    hybrid.batch([PutOp(("a",), f"k{i}", {"text": f"memory {i} of order {i}"}) for i in range(30)])
+    vector = store_of(conn, prefix, hybrid=False)
+    counts = []
+    for store in (vector, hybrid):
+        assert store.search(("a",), query="order 8", limit=5)  # identity checked, sizes read
+        rounds = spy_rounds(store)
+        assert store.search(("a",), query="order 7", limit=5)
+        counts.append(len(rounds))
+    assert counts == [1, 1]
+
+
+def test_setup_fills_tables_made_before_hybrid(conn: Any, prefix: str) -> None:
+    old = store_of(conn, prefix, hybrid=False)
+    old.batch(
+        [
+            PutOp(("a",), "order", {"text": "Order 48213 shipped", "tags": ["red", "blue"]}),
+            PutOp(("a",), "tls", {"text": "ERR_TLS_CERT_ALTNAME again"}),
+            PutOp(("a",), "custom", {"text": "x", "title": "Invoice 777"}, index=["title"]),
+            PutOp(("a",), "off", {"text": "Order 48213"}, index=False),
+        ]
+        + [PutOp(("a",), f"d{i}", {"text": f"order {50000 + i} status"}) for i in range(30)]
+    )
+    table = f"{prefix}_vectors_vector64"
+    # A table from before hybrid search had no tsv column at all.
+    conn.execute(f"ALTER TABLE {table} DROP COLUMN tsv")
+    # A row whose text no longer matches its item (its hash) cannot be read again.
+    conn.execute(f"UPDATE {table} SET text_hash = 'stale' WHERE key = 'd0'")
+    store = store_of(conn, prefix)
+    got = tsv(conn, table)
+    assert got[("order", "text")] == "'48213':2 'order':1 'shipped':3"
+    assert got[("order", "tags[*].1")] == "'blue':1"
+    assert got[("custom", "title")] == "'777':2 'invoice':1"
+    assert got[("d0", "text")] == ""
+    assert None not in got.values()
+    assert "order" in [r.key for r in store.search(("a",), query="status of 48213", limit=3)]
+    assert [r.key for r in store.search(("a",), query="ERR_TLS_CERT_ALTNAME", limit=1)] == ["tls"]
+    # Idempotent: a second setup has nothing to fill.
+    before = conn.execute(f"SELECT xmin::text, key, field FROM {table} ORDER BY 2, 3").fetchall()
+    store_of(conn, prefix)
+    after = conn.execute(f"SELECT xmin::text, key, field FROM {table} ORDER BY 2, 3").fetchall()
+    assert before == after
+
+
+def test_reindex_and_restore_keep_the_lexical_side(conn: Any, prefix: str) -> None:
+    store = store_of(conn, prefix)
+    store.batch(
+        [PutOp(("a",), "id", {"text": "ticket T-4242 closed"})]
+        + [PutOp(("a",), f"d{i}", {"text": f"ticket T-{1000 + i} open"}) for i in range(10)]
+    )
+    store.reindex(embed=HashEmbeddings(32))
+    new_table = f"{prefix}_vectors_vector32_g1"
+    expected = conn.execute("SELECT to_tsvector('simple', 'ticket T-4242 closed')::text")
+    assert tsv(conn, new_table)[("id", "text")] == expected.fetchone()[0]
+    assert None not in tsv(conn, new_table).values()
+    assert conn.execute("SELECT to_regclass(%s)", [f"{new_table}_tsv_idx"]).fetchone()[0]
+    assert [r.key for r in store.search(("a",), query="T-4242", limit=1)] == ["id"]
+    copy = PostgresStore(conn, index=index(), table_prefix=prefix + "c")  # type: ignore[arg-type]
+    copy.setup()
+    copy.restore(store.iter_items(()))
+    assert None not in tsv(conn, f"{prefix}c_vectors_vector64").values()
+    assert [r.key for r in copy.search(("a",), query="T-4242", limit=1)] == ["id"]
+
+
+def test_text_config_and_hostile_lexemes(conn: Any, prefix: str) -> None:
+    english = store_of(conn, prefix, hybrid={"text_config": "english"})
+    english.put(("a",), "ship", {"text": "the parcels were shipped yesterday"})
+    english.put(("a",), "other", {"text": "a cat sat on the mat"})
+    spec = english.index_spec
+    assert spec is not None and spec.hybrid is not None
+    # Stemming: "shipping" and "shipped" are one lexeme under the english configuration.
+    *_, statement = lexical_search(
+        english.tables, spec, spec.hybrid, SearchOp(("a",), None, 5, 0, "shipping"), (), 5
+    )
+    with conn.transaction():
+        rows = conn.execute(statement.sql, statement.params).fetchall()
+    assert [r[1] for r in rows] == ["ship"]
+    # Lexemes with quotes and backslashes are matched literally, never parsed as query syntax.
+    odd = store_of(conn, prefix + "o")
+    odd.put(("a",), "q", {"text": "see http://x.io/a?b='1'&c=\\2 now"})
+    odd.put(("a",), "z", {"text": "unrelated words"})
+    got = odd.search(("a",), query="http://x.io/a?b='1'&c=\\2", limit=2)
+    assert got[0].key == "q"
+
+
+async def test_async_store_fills_and_searches(prefix: str) -> None:
+    dsn = servers.postgres_dsn()
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as aconn:
+        old = AsyncPostgresStore(aconn, index=index(hybrid=False), table_prefix=prefix)  # type: ignore[arg-type]
+        await old.setup()
+        await old.abatch(
+            [PutOp(("a",), "id", {"text": "ERR_HTTP2_STREAM on upload"})]
+            + [PutOp(("a",), f"d{i}", {"text": f"upload {i} worked"}) for i in range(10)]
+        )
+        store = AsyncPostgresStore(aconn, index=index(), table_prefix=prefix)  # type: ignore[arg-type]
+        await store.setup()
+        got = await store.asearch(("a",), query="ERR_HTTP2_STREAM", limit=1)
+        assert [r.key for r in got] == ["id"]
