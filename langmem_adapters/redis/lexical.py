@@ -26,7 +26,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import Searcher
+from langmem_adapters.redis.search import MAX_WINDOW, Searcher
 
 __all__ = ["MAX_TERMS", "Lexical", "fused", "plain_hybrid", "query_terms", "sides"]
 
@@ -90,6 +90,7 @@ class Lexical:
         when the query has no words."""
         if not self.terms:
             return None
+        window = min(window, MAX_WINDOW)  # the server's bound, as for the vector side
         names = [f"t{i}" for i in range(len(self.terms))]
         text = f"@w:({'|'.join('$' + n for n in names)})"
         query = " ".join([*self.parts, text])

@@ -175,11 +175,14 @@ def _outside(found: list[Any]) -> list[Any]:
     return [(i.namespace, i.key, i.value) for i in found if i.namespace[0] != "fuzz"]
 
 
-@pytest.fixture
-def hostile_store(make_store: StoreFactory, backend: str) -> BaseStore:
+@pytest.fixture(params=[False, True], ids=["vector", "hybrid"])
+def hostile_store(
+    make_store: StoreFactory, backend: str, request: pytest.FixtureRequest
+) -> BaseStore:
+    """An indexed store of the backend (with hybrid search, or vector only), holding the sentinel."""
     if backend == "memory":
         pytest.skip("InMemoryStore accepts any Python object")
-    store = make_store(index=hash_index(fields=["text"]))
+    store = make_store(index=hash_index(fields=["text"], hybrid=request.param))
     store.put(SENTINEL, "secret", SECRET)
     return store
 
