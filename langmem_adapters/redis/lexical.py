@@ -28,7 +28,12 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import MAX_WINDOW, Searcher
 
-__all__ = ["MAX_TERMS", "Lexical", "fused", "plain_hybrid", "query_terms", "sides"]
+__all__ = ["LEXICAL_FLOOR", "MAX_TERMS", "Lexical", "fused", "plain_hybrid", "query_terms", "sides"]
+
+#: The lexical side ranks only items scoring at least this fraction of the best one (as on
+#: Postgres): an item sharing only common words with the query scores far below one holding its
+#: rare identifier, and would otherwise take a lexical rank that fusion lifts above the item sought.
+LEXICAL_FLOOR = 0.5
 
 #: Distinct query words the lexical side matches at most (the first ones): a page of text as a query
 #: stays one bounded server query.
@@ -129,7 +134,7 @@ class Lexical:
             assert call is not None
             (reply,) = yield Round([call])
         ok.sort(key=lambda sr: (sr[0], *_key(sr[1])))
-        return [r for _, r in ok[: self.want]]
+        return _floored([(-s, r) for s, r in ok[: self.want]])
 
     def _ok(self, r: Record) -> bool:
         return under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
@@ -150,8 +155,15 @@ def plain_hybrid(
     if terms:
         scores = bm25(terms, [texts.get(_key(r), []) for r in records])
         hits = sorted((-s, _key(r), i) for i, (s, r) in enumerate(zip(scores, records)) if s > 0)
-        lexical = [records[i] for _, _, i in hits[:want]]
+        lexical = _floored([(-s, records[i]) for s, _, i in hits[:want]])
     return fused(hybrid, records[:want], lexical)
+
+
+def _floored(ranked: list[tuple[float, Record]]) -> list[Record]:
+    """The records of a lexical ranking (``(score, record)``, best first) scoring at least
+    :data:`LEXICAL_FLOOR` of the best."""
+    best = ranked[0][0] if ranked else 0.0
+    return [r for s, r in ranked if s >= LEXICAL_FLOOR * best]
 
 
 def fused(hybrid: HybridSpec, vector: Sequence[Record], lexical: Sequence[Record]) -> list[Record]:

@@ -14,6 +14,7 @@ from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, under
+from langmem_adapters.redis.lexical import plain_hybrid
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 
@@ -35,11 +36,18 @@ def plain_searches(
     wanted = sorted({ns for _, op, _ in searches for ns in live if under(ns, op.namespace_prefix)})
     with_vectors = spec is not None and bool(qvecs)
     flag = "1" if with_vectors else "0"
+    hybrid = spec.hybrid if with_vectors and spec is not None else None
+    read_words = "1" if hybrid is not None else "0"
+    texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
     replies = (
         (
             yield Round(
                 [
-                    Call((now_ms, flag), script="read_ns", keys=(keys.zset(nsp.join(ns)),))
+                    Call(
+                        (now_ms, flag, read_words),
+                        script="read_ns",
+                        keys=(keys.zset(nsp.join(ns)),),
+                    )
                     for ns in wanted
                 ]
             )
@@ -54,6 +62,8 @@ def plain_searches(
             rec = Record.parse(row[0], row[1])
             if with_vectors and spec is not None:
                 rec.vectors = decode_vectors(row[2], spec)
+            if hybrid is not None:
+                texts[(nsp.join(ns), rec.key)] = row[3].split()
             recs.append(rec)
     out = []
     for i, op, conds in searches:
@@ -70,6 +80,8 @@ def plain_searches(
             records, unscored = _score(spec, records, qvec)
             unscored.sort(key=lambda r: r.sort_key)
         records.sort(key=lambda r: r.sort_key)
+        if hybrid is not None and qvec is not None:
+            records = plain_hybrid(hybrid, op, records, texts)
         records += unscored  # after every scored item, newest first (InMemoryStore's contract)
         out.append((i, op, records[op.offset : op.offset + op.limit]))
     return out

@@ -19,6 +19,7 @@ from langmem_adapters.core.embedding import Embed, embed_queries
 from langmem_adapters.core.ops import plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.redis.layout import Keys, Mode, text
+from langmem_adapters.redis.lexical import Lexical, sides
 from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
@@ -26,6 +27,7 @@ from langmem_adapters.redis.search import Searcher, knn_settings, unscored_tail
 from langmem_adapters.redis.writes import (
     delete_entry,
     embed_writes,
+    lexical_text,
     put_entry,
     touch_entry,
     unchanged,
@@ -68,19 +70,19 @@ def plan(
     need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
     if need_registry:
         calls.append(Call(("ZRANGE", keys.registry, f"({now_ms}", "+inf", "BYSCORE")))
-    searchers: list[tuple[int, Searcher, int]] = []
+    searchers: list[tuple[int, Searcher, int, Lexical | None]] = []
     if mode == "query_engine":
         for i, op, conds in batch.searches:
             if op.limit == 0:
                 results[i] = []
                 continue
-            s = Searcher(keys, spec, op, conds, qvecs.get(op.query or ""), ef, broad)
+            s, lex = sides(keys, spec, op, conds, qvecs.get(op.query or ""), ef, broad)
             s.brute_force(exact)
             # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
             # more often, and a longer KNN window costs the server next to nothing.
             window = max(2 * s.need, 20) if s.qvec is not None else max(s.need + 1, 10)
-            searchers.append((i, s, window))
-            calls.append(s.call(window))
+            searchers.append((i, s, window, lex))
+            calls += [s.call(window), *(lex.calls() if lex else ())]
     replies = (yield Round(calls)) if calls else []
 
     touch: dict[tuple[str, str], float] = {}
@@ -105,11 +107,17 @@ def plan(
     for i, list_op in batch.lists:
         results[i] = _list_result(list_op, listed)
     found: list[tuple[int, SearchOp, list[Record]]] = []
-    for (i, s, window), reply in zip(searchers, replies[pos + need_registry :]):
-        page = yield from s.run(reply, window)
-        if s.qvec is not None and len(page) < s.op.limit:  # then items without vectors
-            page += yield from unscored_tail(s, page)
-        found.append((i, s.op, page))
+    at = pos + need_registry
+    for i, s, window, lex in searchers:
+        n = 1 + (len(lex.calls()) if lex else 0)  # a hybrid search's lexical query follows
+        page = yield from s.run(replies[at], window)
+        if lex is not None:
+            page = yield from lex.page(page, replies[at + 1 : at + n])
+        op = lex.op if lex else s.op  # a hybrid search's vector side ran a wider op
+        if s.qvec is not None and len(page) < op.limit:  # then items without vectors
+            page += yield from unscored_tail(s, page, op)
+        at += n
+        found.append((i, op, page))
     if mode == "plain" and batch.searches:
         found += yield from plain_searches(keys, spec, batch.searches, live, qvecs, now_ms)
     for i, op, records in found:
@@ -122,7 +130,15 @@ def plan(
     op_code = "a" if if_absent else "p"
     named = [(nsp.join(w.namespace), w) for w in batch.writes]
     entries = [
-        put_entry(mode, ns_text, w, now_us, vectors.get((ns_text, w.key), []), op_code)
+        put_entry(
+            mode,
+            ns_text,
+            w,
+            now_us,
+            vectors.get((ns_text, w.key), []),
+            op_code,
+            lexical_text(spec, w.value, w.index),
+        )
         if w.value is not None
         else delete_entry(ns_text, w.key)
         for ns_text, w in named

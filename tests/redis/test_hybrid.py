@@ -1,0 +1,271 @@
+"""Hybrid (lexical + vector) search on Redis, Query Engine and plain mode, sync and async: what the
+lexical side finds that vectors miss, the fused order against ``core.hybrid.fuse`` of both sides
+computed independently, prefix/filters/TTL/paging, hostile query text, the stored words, and an index
+made before hybrid search existed."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+from langgraph.store.base import BaseStore
+
+from langmem_adapters.core.bm25 import bm25
+from langmem_adapters.core.hybrid import HybridSpec, fuse, words
+from langmem_adapters.embeddings import HashEmbeddings
+from langmem_adapters.redis import RedisStore
+from langmem_adapters.redis.lexical import LEXICAL_FLOOR
+from tests import servers
+from tests.conftest import AsyncStoreFactory, StoreFactory
+
+MODES = ["redis-qe", "redis-plain"]
+IDENTIFIER = "ERR_TLS_CERT_ALTNAME"
+
+
+def _index(**hybrid: Any) -> dict[str, Any]:
+    return {
+        "dims": 64,
+        "embed": HashEmbeddings(64),
+        "fields": ["text"],
+        "ann_index_config": {"kind": "flat"},  # exact KNN: the vector side is deterministic
+        "hybrid": hybrid or True,
+    }
+
+
+def _notes(seed: int = 7) -> dict[str, str]:
+    """150 short notes of random words and one long note holding the identifier once: its vector
+    (bag-of-words hashing) is diluted by 60 other words, so vector search ranks it near the end."""
+    rnd = random.Random(seed)
+    vocab = [f"w{i}" for i in range(400)]
+
+    def note(n: int) -> str:
+        return " ".join(rnd.choice(vocab) for _ in range(n))
+
+    notes = {f"d{i:03d}": note(6) for i in range(150)}
+    notes["target"] = f"{note(30)} {IDENTIFIER} {note(30)}"
+    return notes
+
+
+def _keys(results: list[Any]) -> list[str]:
+    return [r.key for r in results]
+
+
+def _client(backend: str) -> redis.Redis:
+    return redis.Redis.from_url(servers.redis_url(modules=backend == "redis-qe"))
+
+
+@pytest.fixture
+def qe_client() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(servers.redis_url(modules=True))
+    yield client
+    client.close()
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_identifier_found_that_vectors_rank_low(make_store: StoreFactory) -> None:
+    hybrid, vector_only = make_store(index=_index()), make_store(index={**_index(), "hybrid": None})
+    for store in (hybrid, vector_only):
+        for key, text in _notes().items():
+            store.put(("notes",), key, {"text": text})
+    missed = _keys(vector_only.search(("notes",), query=IDENTIFIER.lower(), limit=10))
+    assert "target" not in missed  # the data makes vector search alone miss it
+    found = hybrid.search(("notes",), query=f"what is {IDENTIFIER}?", limit=5)
+    assert "target" in _keys(found)
+    assert all(r.score is not None and r.score > 0 for r in found)
+
+
+@pytest.mark.parametrize("backend", MODES)
+async def test_identifier_found_async(make_astore: AsyncStoreFactory) -> None:
+    store = await make_astore(index=_index())
+    await store.abatch([])
+    for key, text in _notes().items():
+        await store.aput(("notes",), key, {"text": text})
+    found = await store.asearch(("notes",), query=IDENTIFIER, limit=5)
+    assert "target" in _keys(found)
+
+
+def _corpus() -> dict[str, str]:
+    """Notes where the query words occur with different counts and note lengths (distinct BM25
+    scores), among notes without them."""
+    rnd = random.Random(3)
+    filler = [f"f{i}" for i in range(50)]
+    out = {}
+    for i in range(40):
+        picked = ["alpha"] * (i % 4) + ["beta"] * (i % 3) + rnd.sample(filler, 3 + i % 7)
+        rnd.shuffle(picked)
+        out[f"k{i:02d}"] = " ".join(picked)
+    return out
+
+
+def _lexical_ranking(
+    backend: str, store: BaseStore, query: str, texts: dict[str, str]
+) -> list[str]:
+    """The lexical ranking computed without the store's search: the server's own BM25STD query on
+    the items index (Query Engine), or ``core.bm25`` over the notes' words (plain); the items
+    scoring at least ``LEXICAL_FLOOR`` of the best."""
+    terms = list(dict.fromkeys(words(query)))
+    if backend == "redis-plain":
+        scores = bm25(terms, [words(t) for t in texts.values()])
+        return _floor(sorted((-s, k) for s, k in zip(scores, texts) if s > 0))
+    assert isinstance(store, RedisStore)
+    client = redis.Redis.from_url(servers.redis_url(modules=True), protocol=2)
+    reply = client.execute_command(
+        "FT.SEARCH",
+        f"{store.keys.prefix}:items",
+        f"@w:({'|'.join(terms)})",
+        "NOCONTENT",
+        "WITHSCORES",
+        "SCORER",
+        "BM25STD",
+        "LIMIT",
+        0,
+        100,
+        "DIALECT",
+        2,
+    )
+    client.close()
+    ranked = sorted((-float(score), doc.decode()) for doc, score in zip(reply[1::2], reply[2::2]))
+    return _floor([(s, doc.rsplit(":", 1)[1]) for s, doc in ranked])
+
+
+def _floor(ranked: list[tuple[float, str]]) -> list[str]:
+    """Keys of a ranking of ``(-score, key)`` scoring at least ``LEXICAL_FLOOR`` of the best."""
+    return [k for s, k in ranked if s <= LEXICAL_FLOOR * ranked[0][0]]
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_fused_order_is_fuse_of_both_sides(backend: str, make_store: StoreFactory) -> None:
+    texts = _corpus()
+    hybrid, vector_only = make_store(index=_index()), make_store(index={**_index(), "hybrid": None})
+    for store in (hybrid, vector_only):
+        for key, text in texts.items():
+            store.put(("c",), key, {"text": text})
+    query = "alpha beta"
+    spec = HybridSpec()
+    for offset, limit in ((0, 10), (3, 5), (0, 40)):
+        n = spec.candidates(offset, limit)
+        # prefix (): the server's lexical query is the text clause alone, as computed here
+        vector = _keys(vector_only.search((), query=query, limit=n))
+        lexical = _lexical_ranking(backend, hybrid, query, texts)[:n]
+        assert lexical and lexical != vector[: len(lexical)]  # the sides rank differently
+        expected = fuse(vector, lexical, spec)[offset : offset + limit]
+        got = hybrid.search((), query=query, offset=offset, limit=limit)
+        assert _keys(got) == [k for k, _ in expected]
+        assert [r.score for r in got] == pytest.approx([s for _, s in expected])
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_lexical_side_alone_keeps_stop_words_and_does_not_stem(make_store: StoreFactory) -> None:
+    store = make_store(index=_index(vector_weight=0))  # the page is the lexical ranking alone
+    store.put(("s",), "the", {"text": "the a of"})
+    store.put(("s",), "running", {"text": "running fast"})
+    store.put(("s",), "run", {"text": "run slow"})
+    assert _keys(store.search(("s",), query="THE")) == ["the"]
+    assert _keys(store.search(("s",), query="running")) == ["running"]
+    assert _keys(store.search(("s",), query="w9 zzz")) == []
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_prefix_filters_and_paging(make_store: StoreFactory) -> None:
+    store = make_store(index=_index())
+    for i in range(30):
+        ns = ("u", "a") if i % 3 else ("u", "b") if i % 2 else ("other",)
+        text = f"invoice {40000 + i} " + ("paid" if i % 2 else "open")
+        store.put(ns, f"i{i}", {"text": text, "kind": "paid" if i % 2 else "open", "n": i})
+    query = "invoice 40007 paid"
+    everything = store.search(("u",), query=query, limit=100)
+    assert {r.namespace[:1] for r in everything} == {("u",)}
+    assert len(everything) == sum(1 for i in range(30) if i % 3 or i % 2)
+    assert everything[0].key == "i7"  # the identifier, on both sides
+    pages = [store.search(("u",), query=query, offset=o, limit=4) for o in range(0, 24, 4)]
+    assert [r.key for page in pages for r in page] == _keys(everything)[:24]
+    paid = store.search(("u",), query=query, filter={"kind": "paid"}, limit=100)
+    assert paid and all(r.value["kind"] == "paid" for r in paid)
+    ranged = store.search(("u",), query=query, filter={"n": {"$gte": 20}}, limit=100)
+    assert ranged and all(r.value["n"] >= 20 for r in ranged)
+    assert {r.key for r in ranged} == {r.key for r in everything if r.value["n"] >= 20}
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_expired_items_are_on_neither_side(make_store: StoreFactory) -> None:
+    store = make_store(index=_index(), ttl={"refresh_on_read": False})
+    store.put(("t",), "gone", {"text": "ticket 99120 expired"}, ttl=0.002)
+    store.put(("t",), "kept", {"text": "ticket 10001 kept"})
+    time.sleep(0.4)
+    assert _keys(store.search(("t",), query="ticket 99120")) == ["kept"]
+
+
+HOSTILE = [
+    "@p:{x} | -foo ~bar",
+    "*",
+    "%%fuzzy%%",
+    '"unterminated',
+    "a|b|c",
+    "-(x) @w:(y)",
+    "{}[]()",
+    "\x00 NUL \x00",
+    "$t0 $B",
+    "'; DROP TABLE x; --",
+    "",
+    "   ",
+    "ünïcödé 数据 ERR_TLS",
+    "word " * 5000,
+    "x" * 20000,
+]
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_hostile_query_text(make_store: StoreFactory) -> None:
+    store = make_store(index=_index())
+    store.put(("mine",), "a", {"text": "foo bar x y ERR_TLS word"})
+    store.put(("theirs",), "b", {"text": "foo bar x y ERR_TLS word"})
+    for query in HOSTILE:
+        found = store.search(("mine",), query=query, limit=10)
+        assert [r.namespace for r in found] == [("mine",)], query
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_stored_words(backend: str, make_store: StoreFactory) -> None:
+    store = make_store(index={**_index(), "fields": ["title", "body"]})
+    other = make_store(index={**_index(), "hybrid": None})
+    assert isinstance(store, RedisStore) and isinstance(other, RedisStore)
+    store.put(("w",), "all", {"title": "Order 48213", "body": "Shipped-late!"})
+    store.put(("w",), "title", {"title": "Order 48213", "body": "hidden"}, index=["title"])
+    store.put(("w",), "none", {"title": "Order", "body": "x"}, index=False)
+    other.put(("w",), "all", {"title": "Order 48213", "body": "Shipped"})
+    client = _client(backend)
+
+    def stored(s: RedisStore, key: str) -> Any:
+        return client.hget(s.keys.item("w", key), "w")
+
+    assert stored(store, "all") == b"order 48213 shipped late"
+    assert stored(store, "title") == b"order 48213"
+    assert stored(store, "none") is None
+    store.put(("w",), "all", {"title": "Order 48213"}, index=False)  # the words go with the vectors
+    assert stored(store, "all") is None
+    assert stored(other, "all") is None  # a store without hybrid search keeps no words
+    client.close()
+
+
+def test_index_made_before_hybrid_gets_the_field(qe_client: redis.Redis) -> None:
+    """An items index created without the text field (and with the default stop words) gains it on
+    ``setup()`` of a hybrid store; items written before have no words until ``reindex()``."""
+    prefix = f"t{uuid.uuid4().hex[:12]}"
+    old = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ",", "u", "NUMERIC", "SORTABLE"]
+    qe_client.execute_command(
+        "FT.CREATE", f"{prefix}:items", "ON", "HASH", "PREFIX", 1, f"{prefix}:i:", "SCHEMA", *old
+    )
+    before = RedisStore(qe_client, prefix=prefix, index={**_index(), "hybrid": None})  # type: ignore[arg-type]
+    for key, text in _notes().items():
+        before.put(("notes",), key, {"text": text})
+    store = RedisStore(qe_client, prefix=prefix, index=_index())  # type: ignore[arg-type]
+    store.setup()
+    # the lexical query names the field: without it the server would refuse the search
+    assert "target" not in _keys(store.search(("notes",), query=IDENTIFIER, limit=5))
+    assert store.reindex() == len(_notes())
+    assert "target" in _keys(store.search(("notes",), query=IDENTIFIER, limit=5))
