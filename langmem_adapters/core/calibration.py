@@ -18,6 +18,7 @@ path and offers ``vector_stats()`` / ``calibrate()``.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Sequence
@@ -179,6 +180,7 @@ class Calibrator:
         # The newest distinct query vectors (keyed by a hashable copy): a repeated query would
         # measure one neighbourhood many times.
         self.recent: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()  # searches add to ``recent`` while a check reads it
         self.measurement: Measurement | None = None
         self.size = 0
         self.searches = 0
@@ -191,12 +193,13 @@ class Calibrator:
     def observe(self, queries: Sequence[Any], count: int) -> None:
         """Note a batch's query vectors and the index size it saw; wake the background when a check
         is due (never measured, the index doubled or halved, or time for a spot check)."""
-        for q in queries:
-            key = q if isinstance(q, Hashable) else tuple(q)
-            self.recent[key] = q
-            self.recent.move_to_end(key)
-            if len(self.recent) > RECENT:
-                self.recent.popitem(last=False)
+        with self._lock:
+            for q in queries:
+                key = q if isinstance(q, Hashable) else tuple(q)
+                self.recent[key] = q
+                self.recent.move_to_end(key)
+                if len(self.recent) > RECENT:
+                    self.recent.popitem(last=False)
         self.searches += len(queries)
         if self._first_seen is None:
             self._first_seen = time.monotonic()
@@ -225,6 +228,11 @@ class Calibrator:
             return False
         return stale or self.searches - self._checked_searches >= SPOT_EVERY
 
+    def newest(self, n: int) -> list[Any]:
+        """The ``n`` newest distinct query vectors (a copy)."""
+        with self._lock:
+            return list(self.recent.values())[-n:]
+
     def breadth(self, fallback: int) -> int:
         """The measured breadth, else ``fallback`` (the size schedule)."""
         return self.measurement.breadth if self.measurement is not None else fallback
@@ -245,7 +253,7 @@ class Calibrator:
             return m
         if force or m is None or self._stale(count):
             return (yield from self.measure(probe, count))
-        spot = list(self.recent.values())[-SPOT:]
+        spot = self.newest(SPOT)
         if m.mode == "exact" or not spot:
             return m
         truth = yield from probe.exact(spot, K)
@@ -260,7 +268,7 @@ class Calibrator:
         breadth meets it. Returns (and keeps) the :class:`Measurement`."""
         assert self.target is not None
         started = time.perf_counter()
-        queries = list(self.recent.values())[-QUERIES:]
+        queries = self.newest(QUERIES)
         real = len(queries)
         if real < QUERIES:
             stored = yield from probe.sample(QUERIES - real)
