@@ -283,6 +283,16 @@ def populated_store(make_store: StoreFactory, backend: str) -> BaseStore:
     return store
 
 
+async def indexed_astore(
+    make_astore: AsyncStoreFactory, backend: str, hybrid: bool = False
+) -> BaseStore:
+    """An empty async store of the backend with a vector index on ``text`` (and hybrid search);
+    InMemoryStore is skipped: it accepts any Python object and has no ``aiter_items``."""
+    if backend == "memory":
+        pytest.skip("InMemoryStore accepts any Python object")
+    return await make_astore(index=hash_index(fields=["text"], hybrid=hybrid))
+
+
 def fill(batch: Any) -> Any:
     """Put the sentinel and twelve items under ``("fuzz",)`` through ``batch`` (or ``abatch``)."""
     return batch(
@@ -357,9 +367,7 @@ def test_deep_and_unstorable_filters_raise_our_error(
 async def test_deep_and_unstorable_filters_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
-    store = await make_astore(index=hash_index(fields=["text"]))
+    store = await indexed_astore(make_astore, backend)
     await store.aput(("fuzz",), "d", {"x": DEEPEST, "text": "deep"})
     operand = _nest(499) | {"f": [1, "t"]}
     assert [h.key for h in await store.asearch(("fuzz",), query="d", filter={"x": operand})] == [

@@ -11,8 +11,14 @@ import pytest
 from langgraph.store.base import ListNamespacesOp, Op, PutOp, SearchOp
 
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
-from tests.reliability.test_hostile_input import HUGE, fill, populated_store, store_state
+from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.reliability.test_hostile_input import (
+    HUGE,
+    fill,
+    indexed_astore,
+    populated_store,
+    store_state,
+)
 
 BAD_COUNTS: list[tuple[Any, type[Exception]]] = [
     (-1, InvalidArgumentError),
@@ -69,9 +75,7 @@ def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
 
 
 async def test_huge_limits_and_offsets_async(make_astore: AsyncStoreFactory, backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no aiter_items")
-    store = await make_astore(index=hash_index(fields=["text"]))
+    store = await indexed_astore(make_astore, backend)
     await fill(store.abatch)
     expected = [_keys(await getattr(store, "a" + m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
     everything = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",))]  # type: ignore[attr-defined]
@@ -129,9 +133,7 @@ def test_bad_counts_raise_our_errors_naming_the_argument(
 async def test_bad_counts_raise_our_errors_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has its own checks")
-    store = await make_astore(index=hash_index(fields=["text"]))
+    store = await indexed_astore(make_astore, backend)
     await fill(store.abatch)
     for bad, error in BAD_COUNTS:
         for name, (method, args, kw) in _bad_count_calls(bad):

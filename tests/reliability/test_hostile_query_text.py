@@ -14,6 +14,7 @@ from langgraph.store.base import BaseStore, PutOp, SearchOp
 
 from langmem_adapters import LangmemAdaptersError
 from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.reliability.test_hostile_input import indexed_astore
 
 HOSTILE = [
     "",
@@ -173,9 +174,7 @@ def test_generated_query_text(hybrid_store: BaseStore) -> None:
 
 
 async def test_hostile_query_text_async(make_astore: AsyncStoreFactory, backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no hybrid search")
-    store = await make_astore(index=hash_index(fields=["text"], hybrid=True))
+    store = await indexed_astore(make_astore, backend, hybrid=True)
     await store.abatch(_fill(NAMESPACES))
     for text in HOSTILE:
         for prefix, flt, limit, offset in CASES[:3]:

@@ -14,6 +14,7 @@ from langgraph.store.base import BaseStore, GetOp, ListNamespacesOp, MatchCondit
 
 from langmem_adapters import LangmemAdaptersError
 from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.reliability.test_hostile_input import indexed_astore
 
 SENTINEL = ("victim", "tenant")
 SECRET = {"text": "secret note 7", "kind": "fact", "n": 7}
@@ -209,9 +210,7 @@ def test_generated_hostile_operations(hostile_store: BaseStore, backend: str) ->
 async def test_generated_hostile_operations_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
-    store = await make_astore(index=hash_index(fields=["text"]))
+    store = await indexed_astore(make_astore, backend)
     await store.aput(SENTINEL, "secret", SECRET)
     outside = _outside(await store.asearch((), limit=10**6))
     sweep = Sweep(160 + len(backend))
