@@ -82,7 +82,6 @@ def plan(
         statements.append(get_statement(t, batch.gets))
     searches: list[tuple[int, SearchOp, tuple[Condition, ...], int, int | None]] = []
     lexical: dict[int, int] = {}  # a hybrid search's lexical statement, by op
-    whole: set[int] = set()
     for i, op, conds in batch.searches:
         qvec = qvecs.get(op.query or "")
         if qvec is None or spec is None:
@@ -99,8 +98,6 @@ def plan(
             )
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
-            if scan and not conds:  # a scan of every vector under the prefix, nearest n first
-                whole.add(i)
             if spec.hybrid is not None:  # the lexical side, in the same round
                 statements += lexical_search(t, spec, spec.hybrid, op, conds, vop.limit)
                 lexical[i] = len(statements) - 1
@@ -135,8 +132,7 @@ def plan(
             vop = vector_op(spec, op)
             if n is not None:
                 pooled = pool_candidates(got)
-                read_all = i in whole and len(got) < n  # a short scan holds every match
-                if len(pooled) < vop.offset + vop.limit and not read_all:
+                if len(pooled) < vop.offset + vop.limit:
                     # The ANN window (or the iterative scan's budget) ran short for this filter or
                     # page: answer exactly, so a page is never short while more matches exist.
                     (got,) = yield Round(
