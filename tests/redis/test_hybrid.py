@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import redis
 from langgraph.store.base import BaseStore
+from redis.cluster import ClusterNode, RedisCluster
 
 from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
@@ -249,6 +250,11 @@ def test_stored_words(backend: str, make_store: StoreFactory) -> None:
     store.put(("w",), "all", {"title": "Order 48213"}, index=False)  # the words go with the vectors
     assert stored(store, "all") is None
     assert stored(other, "all") is None  # a store without hybrid search keeps no words
+    # nor leaves a hybrid store's words behind when it rewrites an item on the same prefix
+    same = RedisStore(client, prefix=store.keys.prefix, index={**_index(), "hybrid": None})  # type: ignore[arg-type]
+    assert stored(store, "title") == b"order 48213"
+    same.put(("w",), "title", {"title": "Order 77777", "body": "new"})
+    assert stored(store, "title") is None
     client.close()
 
 
@@ -269,3 +275,22 @@ def test_index_made_before_hybrid_gets_the_field(qe_client: redis.Redis) -> None
     assert "target" not in _keys(store.search(("notes",), query=IDENTIFIER, limit=5))
     assert store.reindex() == len(_notes())
     assert "target" in _keys(store.search(("notes",), query=IDENTIFIER, limit=5))
+
+
+def test_hybrid_on_a_cluster() -> None:
+    """On a Redis Cluster (plain mode) every namespace's items and words share a slot: the hybrid
+    search reads them per namespace and finds the identifier across namespaces on several nodes."""
+    procs = servers.start_redis_cluster(3, timeout=30)
+    try:
+        client = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p.port) for p in procs])
+        store = RedisStore(client, index=_index())  # type: ignore[arg-type]
+        store.setup()
+        assert store.mode == "plain"
+        for i, (key, text) in enumerate(_notes().items()):
+            store.put(("notes", f"u{i % 6}"), key, {"text": text})
+        found = store.search(("notes",), query=IDENTIFIER, limit=5)
+        assert "target" in _keys(found) and all(r.namespace[0] == "notes" for r in found)
+        client.close()
+    finally:
+        for p in procs:
+            p.close()

@@ -64,8 +64,8 @@ for g = 1, tonumber(ARGV[3]) do
         a = a + 1
       end
       -- the stored created_at, false when there is no item (the read doubles as the existence test),
-      -- the stored text hashes ('[]' or absent: the item has no vectors) and expiry
-      local got = redis.call('HMGET', key, 'c', 'h', 'x')
+      -- the stored text hashes ('[]' or absent: the item has no vectors), expiry and words
+      local got = redis.call('HMGET', key, 'c', 'h', 'x', 'w')
       local stored = got[1]
       if not ((op == 'a' or op == 'A') and stored) then
         written = written + 1
@@ -80,7 +80,8 @@ for g = 1, tonumber(ARGV[3]) do
         else
           redis.call('HSET', key, 'm', m, 'h', h, 'e', e, 'c', created, 'x', x, unpack(words))
         end
-        if hy and stored and not words[1] then redis.call('HDEL', key, 'w') end
+        -- words stored before and none now (a store without hybrid search writes none): removed
+        if got[4] and not words[1] then redis.call('HDEL', key, 'w') end
         -- a vector document gets the item's expiry whatever it had (JSON.SET keeps a key's TTL)
         local lasting = (restore and tonumber(x) >= NO_EXPIRY) or ttl == ''
         if lasting then
