@@ -95,6 +95,7 @@ def reindex_flow(
     """The whole reindex as plans: probe the new embedder (its size learnt when it is a new model),
     start or resume, pages with progress reports, then the switch (retried when the backend rolled
     it back, e.g. a deadlock with a concurrent batch); returns how many items were re-embedded."""
+    page_size = check_page_size(page_size)  # within MAX_ROWS: a larger one is one page
     identity: Identity = yield probe(target.embeddings, None if new_model else target.dims)
     job = make_job(dataclasses.replace(target, dims=identity.dims), identity)
     done, total = yield job.start()

@@ -71,6 +71,8 @@ def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
         assert _keys(store.iter_items(("fuzz",), page_size=n)) == everything  # type: ignore[attr-defined]
         assert store.list_namespaces(max_depth=n) == store.list_namespaces()
     assert store.search(("fuzz",), limit=3, offset=2**40 - 1) == []
+    assert store.reindex(page_size=2**70) == 13  # type: ignore[attr-defined]
+    assert store.search(("fuzz",), query="note 3", limit=1)[0].key == "k3"
     assert store_state(store) == before
 
 
