@@ -153,7 +153,9 @@ class VectorSearchStats:
     ``exact_below``; smaller ones are always exact); ``source``: what set them (``"calibrated"``,
     ``"explicit"`` ``ef_search``, ``"schedule"`` by size until a calibration ran, ``"exact"`` index
     kind or plain mode); ``target``: the recall target; ``recall``/``measured_at``/``measured_size``:
-    the last measurement (``None`` before one); ``last_error``: why the last background check failed.
+    the last measurement (``None`` before one), with ``exact_ms``/``ann_ms`` (per query, exact and at
+    the chosen breadth), ``seconds`` (how long it took) and ``real_queries`` (how many of its 40
+    queries were real, the rest synthetic); ``last_error``: why the last background check failed.
     """
 
     size: int
@@ -166,6 +168,8 @@ class VectorSearchStats:
     measured_size: int | None = None
     exact_ms: float | None = None
     ann_ms: float | None = None
+    seconds: float | None = None
+    real_queries: int | None = None
     last_error: str | None = None
 
 
@@ -338,6 +342,8 @@ class Calibrator:
                 measured_size=m.count,
                 exact_ms=round(m.exact_ms, 3),
                 ann_ms=round(m.ann_ms, 3),
+                seconds=round(m.seconds, 3),
+                real_queries=m.real,
             )
         if exact_kind:
             return replace(base, breadth=None, mode="exact", source="exact")
