@@ -140,7 +140,6 @@ class _RedisConfig(RedisCalibration):
     index_spec: IndexSpec | None
     index_config: Mapping[str, Any] | None
     _guard: IdentityGuard
-    _stats: SearchStats
     _new_stats: Callable[[], SearchStats]  # the calibration mixin's (core.calibration)
 
     def __repr__(self) -> str:
