@@ -35,6 +35,7 @@ from langmem_adapters.errors import (
 __all__ = [
     "MAX_DEPTH",
     "MAX_ROWS",
+    "MAX_TTL_MINUTES",
     "Batch",
     "Write",
     "check_count",
@@ -255,13 +256,22 @@ def validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
     return namespace
 
 
+# The longest TTL, in minutes (about 1,900 years): every backend can compute the expiry of an item
+# written now with it (PostgreSQL's interval arithmetic and Redis' millisecond expiry overflow far
+# beyond); ``ttl=None`` is the way to say "never".
+MAX_TTL_MINUTES = 10**9
+
+
 def _check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
     if not isinstance(ttl, (int, float)) or isinstance(ttl, bool):
         raise InvalidArgumentTypeError(f"ttl must be a number of minutes, got {type(ttl).__name__}")
-    if not math.isfinite(ttl) or ttl <= 0:
-        raise InvalidArgumentError(f"ttl must be a positive, finite number of minutes, got {ttl!r}")
+    if not 0 < ttl <= MAX_TTL_MINUTES:  # NaN fails too
+        raise InvalidArgumentError(
+            f"ttl must be a positive number of minutes up to {MAX_TTL_MINUTES:,} (about 1,900"
+            f" years; None: never expires), got {ttl!r}"
+        )
     return float(ttl)
 
 

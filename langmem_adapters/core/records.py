@@ -8,14 +8,18 @@ position after an item in that order; ``iter_items(after=cursor)`` resumes there
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.ops import dump_value, validate_key, validate_namespace
+from langmem_adapters.core.ops import (
+    MAX_TTL_MINUTES,
+    dump_value,
+    validate_key,
+    validate_namespace,
+)
 from langmem_adapters.errors import InvalidNamespaceError, InvalidRecordError
 
 __all__ = ["Cursor", "StoredItem", "check_records", "cursor_of", "valid_ttl"]
@@ -71,9 +75,9 @@ def _aware(value: Any, what: str, where: str) -> datetime:
 
 def valid_ttl(ttl: Any) -> bool:
     """Whether ``ttl`` can be a record's ``ttl_minutes``: ``None`` or a positive, finite number (not
-    a bool, which is an int to Python but true/false to JSON)."""
+    a bool, which is an int to Python but true/false to JSON), at most ``MAX_TTL_MINUTES``."""
     return ttl is None or (
-        not isinstance(ttl, bool) and isinstance(ttl, (int, float)) and 0 < ttl < math.inf
+        not isinstance(ttl, bool) and isinstance(ttl, (int, float)) and 0 < ttl <= MAX_TTL_MINUTES
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from langgraph.store.base import TTLConfig
 
+from langmem_adapters.core.ops import MAX_TTL_MINUTES
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ["AsyncSweeper", "Sweeper", "check_ttl_config", "sweep_interval"]
@@ -37,6 +38,10 @@ def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | N
         ):
             raise InvalidArgumentError(
                 f"TTLConfig {name} must be a positive number of minutes, got {v!r}"
+            )
+        if name == "default_ttl" and v is not None and v > MAX_TTL_MINUTES:
+            raise InvalidArgumentError(
+                f"TTLConfig default_ttl must be at most {MAX_TTL_MINUTES:,} minutes, got {v!r}"
             )
     return TTLConfig(**ttl)  # type: ignore[typeddict-item]
 

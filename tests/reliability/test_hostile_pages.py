@@ -4,13 +4,19 @@ ones raise this package's errors naming the argument, on every store, sync and a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import pytest
 from langgraph.store.base import ListNamespacesOp, Op, PutOp, SearchOp
 
-from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
+from langmem_adapters.core.ops import MAX_TTL_MINUTES
+from langmem_adapters.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidRecordError,
+)
 from tests.conftest import AsyncStoreFactory, StoreFactory
 from tests.reliability.test_hostile_input import (
     HUGE,
@@ -145,3 +151,29 @@ async def test_bad_counts_raise_our_errors_async(
             await store.abatch([PutOp(("fuzz", "a"), "new", {"t": 1}), SearchOp((), None, bad)])
     assert await store.aget(("fuzz", "a"), "new") is None
     assert len(await store.asearch(("fuzz",), limit=100)) == 12
+
+
+@pytest.mark.parametrize(
+    "ttl", [1e12, 1e300, 2**70, 10**1000 // 10**700, -1.0, 0, math.nan, math.inf]
+)
+def test_ttls_beyond_every_backend_raise_our_error(
+    make_store: StoreFactory, backend: str, ttl: float
+) -> None:
+    """A TTL whose expiry a backend cannot compute (PostgreSQL's interval, Redis' milliseconds)
+    is refused before any I/O, on puts, TTL configs and restored records alike."""
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no TTL")
+    store = make_store(ttl={"default_ttl": 60})
+    store.put(("fuzz",), "k", {"v": 1}, ttl=MAX_TTL_MINUTES)  # the longest is served
+    before = store_state(store)
+    with pytest.raises(InvalidArgumentError, match="ttl"):
+        store.put(("fuzz",), "new", {"v": 1}, ttl=ttl)
+    with pytest.raises(InvalidArgumentError, match="ttl"):
+        store.batch([PutOp(("fuzz",), "k", {"v": 2}), PutOp(("fuzz",), "new", {"v": 1}, ttl=ttl)])
+    if ttl > 0:
+        with pytest.raises(InvalidArgumentError, match="default_ttl"):
+            make_store(ttl={"default_ttl": ttl})
+    record = next(iter(store.iter_items(("fuzz",))))  # type: ignore[attr-defined]
+    with pytest.raises(InvalidRecordError, match="ttl"):
+        store.restore([dataclasses.replace(record, key="new", ttl_minutes=ttl)])  # type: ignore[attr-defined]
+    assert store_state(store) == before
