@@ -110,7 +110,8 @@ class Sweep:
     def call(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         kind = self.rng.randint(0, 8)
         if kind <= 1:
-            return "put", (self.namespace(), self.pick(KEYS), self.value()), {}
+            ttl = {"ttl": self.pick([None, 0.5, 1e12, -1, math.nan, "5"])} if kind else {}
+            return "put", (self.namespace(), self.pick(KEYS), self.value()), ttl
         if kind == 2:
             return "get", (self.namespace(), self.pick(KEYS)), {}
         if kind == 3:
