@@ -39,8 +39,10 @@ __all__ = [
     "backfill_plan",
     "fuse_rows",
     "lexical_search",
+    "needed",
     "scored_rows",
     "vector_op",
+    "vector_rows",
 ]
 
 #: A query term held by this many vector rows or more is left out of the lexical side.
@@ -128,6 +130,20 @@ def vector_op(spec: IndexSpec, op: SearchOp) -> SearchOp:
     if spec.hybrid is None:
         return op
     return op._replace(offset=0, limit=spec.hybrid.candidates(op.offset, op.limit))
+
+
+def vector_rows(spec: IndexSpec, vop: SearchOp) -> int:
+    """How many vector rows an ANN search (or a prefix's exact scan) reads for the items of
+    ``vop``: twice the items per indexed field for a vector search (items with several vectors, or
+    expired ones, are pooled out), once for a hybrid search's candidates (a short pool only fuses
+    fewer of them, see :func:`needed`)."""
+    return max(20, (2 if spec.hybrid is None else 1) * (vop.offset + vop.limit) * len(spec.fields))
+
+
+def needed(op: SearchOp, vop: SearchOp) -> int:
+    """How many items the vector side's pool must hold before a search answers exactly instead:
+    the page of a vector search; for a hybrid search (``vop`` its candidates) only the page too."""
+    return op.offset + op.limit if vop is not op else vop.offset + vop.limit
 
 
 def scored_rows(

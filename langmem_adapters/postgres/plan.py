@@ -17,7 +17,13 @@ from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
-from langmem_adapters.postgres.lexical import lexical_search, scored_rows, vector_op
+from langmem_adapters.postgres.lexical import (
+    lexical_search,
+    needed,
+    scored_rows,
+    vector_op,
+    vector_rows,
+)
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.search import (
     get_statement,
@@ -91,7 +97,7 @@ def plan(
             prefix = nsp.join(op.namespace_prefix)
             scan = spec.kind == "exact" or prefix in narrow
             vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
-            n = None if scan and conds else max(20, 2 * (vop.offset + vop.limit) * len(spec.fields))
+            n = None if scan and conds else vector_rows(spec, vop)
             n = None if spec.kind == "exact" else n
             stmts = vector_search(
                 ef, t, spec, vop, conds, qvec, n, exact=scan, broad=prefix in broad
@@ -132,7 +138,7 @@ def plan(
             vop = vector_op(spec, op)
             if n is not None:
                 pooled = pool_candidates(got)
-                if len(pooled) < vop.offset + vop.limit:
+                if len(pooled) < needed(op, vop):
                     # The ANN window (or the iterative scan's budget) ran short for this filter or
                     # page: answer exactly, so a page is never short while more matches exist.
                     (got,) = yield Round(
