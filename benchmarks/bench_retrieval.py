@@ -11,7 +11,8 @@ its user's namespace (``search(("memories", user), query=...)``) and across all 
 - **ours, hybrid**: ``"hybrid": True`` (reciprocal rank fusion of both rankings, the defaults);
 - **official, vector**: langgraph's own store for the backend, same data, same embedder.
 
-for PostgreSQL and Redis (Query Engine), with two embedders: ``HashEmbeddings`` (256-d word
+for PostgreSQL and Redis (Query Engine; ``--backends redis-plain`` adds our plain mode, where the
+lexical side is BM25 computed client-side and no official store runs), with two embedders: ``HashEmbeddings`` (256-d word
 hashing) and ``WordLlamaEmbeddings`` (WordLlama's bundled 256-d static text model, offline). Every
 vector is computed once per embedder before any store is loaded, and every store is given the same
 lookup of those vectors, so the latency columns are the stores' own (ms per search call, mean over
@@ -160,13 +161,19 @@ def postgres_store(dsn: str, embed: Embeddings, mode: str) -> Iterator[BaseStore
 
 
 @contextmanager
-def redis_store(url: str, embed: Embeddings, mode: str) -> Iterator[BaseStore]:
-    """A set-up store in ``mode`` on fresh key prefixes of the server."""
+def redis_store(
+    url: str, embed: Embeddings, mode: str, *, plain: bool = False
+) -> Iterator[BaseStore | None]:
+    """A set-up store in ``mode`` on fresh key prefixes of the server (our plain mode with
+    ``plain``, where the official store cannot run: ``None`` for it)."""
     from langgraph.store.redis import RedisStore as OfficialStore
 
     from langmem_adapters.redis import RedisStore
 
     tag = uuid.uuid4().hex[:8]
+    if mode == "official" and plain:
+        yield None
+        return
     if mode == "official":
         with OfficialStore.from_conn_string(
             url,
@@ -181,8 +188,20 @@ def redis_store(url: str, embed: Embeddings, mode: str) -> Iterator[BaseStore]:
         url,
         index=index(embed, mode),  # type: ignore[arg-type]
         prefix=f"r{tag}",
+        mode="plain" if plain else "query_engine",
     ) as store:
         yield store
+
+
+def plain_url(arg: str | None) -> str:
+    """``--plain-url``, else ``LANGMEM_BENCH_REDIS_PLAIN_URL``, else a fresh Redis without modules."""
+    if arg:
+        return arg
+    if env := os.environ.get("LANGMEM_BENCH_REDIS_PLAIN_URL"):
+        return env
+    from tests import servers
+
+    return servers.redis_url(modules=False)
 
 
 #: Per backend: how its server is found (the option, an environment variable, else started here)
@@ -190,6 +209,7 @@ def redis_store(url: str, embed: Embeddings, mode: str) -> Iterator[BaseStore]:
 BACKENDS: dict[str, tuple[Callable[[str | None], str], Callable[..., Any]]] = {
     "postgres": (resolve_dsn, postgres_store),
     "redis": (resolve_url, redis_store),
+    "redis-plain": (plain_url, partial(redis_store, plain=True)),
 }
 
 
@@ -236,7 +256,7 @@ def evaluate(store: BaseStore, data: MemorySet) -> dict[str, Any]:
     return out
 
 
-StoreFactory = Callable[[Embeddings, str], AbstractContextManager[BaseStore]]
+StoreFactory = Callable[[Embeddings, str], AbstractContextManager[BaseStore | None]]
 
 
 def run_backend(
@@ -252,6 +272,8 @@ def run_backend(
         for mode in modes:
             with ExitStack() as stack:
                 store = stack.enter_context(factory(embed, mode))
+                if store is None:  # no such store on this backend
+                    continue
                 start = time.perf_counter()
                 load(store, data)
                 loaded = time.perf_counter() - start
@@ -336,6 +358,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=18)
     p.add_argument("--dsn", help="PostgreSQL DSN (default: an embedded server)")
     p.add_argument("--url", help="Redis URL with the Query Engine (default: a local server)")
+    p.add_argument("--plain-url", help="Redis URL for --backends redis-plain (default: local)")
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument(
@@ -365,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if backend not in BACKENDS:
             raise SystemExit(f"unknown backend {backend!r}; known: {list(BACKENDS)}")
         resolve, open_store = BACKENDS[backend]
-        server = resolve(args.dsn if backend == "postgres" else args.url)
+        server = resolve({"postgres": args.dsn, "redis": args.url}.get(backend, args.plain_url))
         rows += run_backend(backend, partial(open_store, server), data, embeds, modes)
     print()
     print(render(rows))
