@@ -173,11 +173,22 @@ class SearchStats:
     index: VectorStats = field(default_factory=VectorStats)
     prefixes: dict[str, VectorStats] = field(default_factory=dict)
     calibration: Calibrator | None = None
+    #: How many items hold each word: a hybrid search's lexical side leaves common words out.
+    terms: dict[str, VectorStats] = field(default_factory=dict)
 
     def prefix(self, key: str) -> VectorStats:
-        if key not in self.prefixes and len(self.prefixes) >= 4096:
-            self.prefixes.clear()
-        return self.prefixes.setdefault(key, VectorStats())
+        return _bounded(self.prefixes, key)
+
+    def term(self, word: str) -> VectorStats:
+        """The count of items holding ``word`` (Redis Query Engine hybrid search)."""
+        return _bounded(self.terms, word)
+
+
+def _bounded(counts: dict[str, VectorStats], key: str) -> VectorStats:
+    """The entry of ``key``, the map emptied first when it holds 4096 others."""
+    if key not in counts and len(counts) >= 4096:
+        counts.clear()
+    return counts.setdefault(key, VectorStats())
 
 
 def search_breadth(count: int, schedule: Sequence[tuple[int, int]]) -> int:

@@ -12,7 +12,8 @@ plain mode the lexical side is BM25 computed here (``core.bm25``) over the searc
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Sequence
+from collections import Counter
+from collections.abc import Collection, Generator, Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import SearchOp
@@ -22,18 +23,33 @@ from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import MAX_WINDOW, Searcher
 
-__all__ = ["LEXICAL_FLOOR", "MAX_TERMS", "Lexical", "fused", "plain_hybrid", "query_terms", "sides"]
+__all__ = [
+    "COMMON_TERM_ITEMS",
+    "LEXICAL_FLOOR",
+    "MAX_TERMS",
+    "Lexical",
+    "common_words",
+    "fused",
+    "plain_hybrid",
+    "query_terms",
+    "sides",
+]
 
 #: The lexical side ranks only items scoring at least this fraction of the best one (as on
 #: Postgres): an item sharing only common words with the query scores far below one holding its
 #: rare identifier, and would otherwise take a lexical rank that fusion lifts above the item sought.
 LEXICAL_FLOOR = 0.5
+
+#: A query word held by this many items or more is left out of the lexical side (as on Postgres):
+#: it tells little apart (BM25 weighs it next to nothing), yet the server would walk and score every
+#: item holding it, which made up most of a lexical query's time at 10k items.
+COMMON_TERM_ITEMS = 200
 
 #: Distinct query words the lexical side matches at most (the first ones): a page of text as a query
 #: stays one bounded server query.
@@ -53,6 +69,34 @@ def _key(r: Record) -> ItemKey:
     return (nsp.join(r.namespace), r.key)
 
 
+def common_words(
+    keys: Keys, searches: Iterable[SearchOp], stats: SearchStats
+) -> Generator[Round, list[Any], set[str]]:
+    """The words of these searches' queries that :data:`COMMON_TERM_ITEMS` items or more hold
+    (Query Engine): counted by the server for words not counted in the last minute (one round,
+    only then), remembered in ``stats``."""
+    found = {w for op in searches if op.query for w in query_terms(op.query)}
+    stale = sorted(w for w in found if stats.term(w).stale())
+    if stale:
+        counts = yield Round([Call(_count_args(keys, w)) for w in stale])
+        for w, reply in zip(stale, counts):
+            stats.term(w).update(_total(reply))
+    return {w for w in found if (stats.term(w).count or 0) >= COMMON_TERM_ITEMS}
+
+
+def _count_args(keys: Keys, word: str) -> tuple[Any, ...]:
+    """``FT.SEARCH`` counting the items whose words hold ``word`` (no rows sent back)."""
+    query = ("@w:($t)", "VERBATIM", "LIMIT", 0, 0, "PARAMS", 2, "t", word, "DIALECT", 2)
+    return ("FT.SEARCH", keys.index(None), *query)
+
+
+def _total(reply: Any) -> int:
+    """The hit count of an FT.SEARCH reply (a map under RESP3, a list under RESP2)."""
+    if isinstance(reply, dict):
+        return int(reply.get("total_results") or reply.get(b"total_results") or 0)
+    return int(reply[0])
+
+
 def sides(
     keys: Keys,
     spec: IndexSpec | None,
@@ -61,15 +105,17 @@ def sides(
     qvec: list[float] | None,
     ef: int,
     broad: Collection[str],
+    common: Collection[str] = (),
 ) -> tuple[Searcher, Lexical | None]:
     """A Query Engine search's server side: its :class:`Searcher`; for a hybrid store's query
-    search, that of the vector side (the first candidates of the same search) and the lexical side."""
+    search, that of the vector side (the first candidates of the same search) and the lexical side
+    (without the ``common`` words, see :func:`common_words`)."""
     hybrid = spec.hybrid if spec is not None and qvec is not None else None
     if hybrid is None:
         return Searcher(keys, spec, op, conds, qvec, ef, broad), None
     wide = op._replace(offset=0, limit=hybrid.candidates(op.offset, op.limit))
     vector = Searcher(keys, spec, wide, conds, qvec, ef, broad)
-    return vector, Lexical(keys, vector, op, conds, hybrid)
+    return vector, Lexical(keys, vector, op, conds, hybrid, common)
 
 
 class Lexical:
@@ -83,10 +129,12 @@ class Lexical:
         op: SearchOp,
         conds: tuple[Condition, ...],
         hybrid: HybridSpec,
+        common: Collection[str] = (),
     ) -> None:
-        """``vector``: the search's vector side (its clauses are reused); ``op``: the search."""
+        """``vector``: the search's vector side (its clauses are reused); ``op``: the search;
+        ``common``: words left out."""
         self.keys, self.op, self.conds = keys, op, conds
-        self.terms = query_terms(op.query)
+        self.terms = [w for w in query_terms(op.query) if w not in common]
         self.parts, self.exact = vector.parts, vector.exact
         self.hybrid, self.want = hybrid, hybrid.candidates(op.offset, op.limit)
 
@@ -150,10 +198,14 @@ def plain_hybrid(
     their first candidates and of the candidates BM25 (over these records) ranks first for the
     query's words (ties by namespace and key)."""
     want = hybrid.candidates(op.offset, op.limit)
+    docs = [texts.get(_key(r), []) for r in records]
     terms = query_terms(op.query)
+    if len(docs) >= COMMON_TERM_ITEMS:  # leave out words that many of these items hold
+        held = Counter(w for d in docs for w in set(d) & set(terms))
+        terms = [w for w in terms if held[w] < COMMON_TERM_ITEMS]
     lexical: list[Record] = []
     if terms:
-        scores = bm25(terms, [texts.get(_key(r), []) for r in records])
+        scores = bm25(terms, docs)
         hits = sorted((-s, _key(r), i) for i, (s, r) in enumerate(zip(scores, records)) if s > 0)
         lexical = _floored([(-s, records[i]) for s, _, i in hits[:want]])
     return fused(hybrid, records[:want], lexical)

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 import redis
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, PutOp
 from redis.cluster import ClusterNode, RedisCluster
 
 from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
-from langmem_adapters.redis.lexical import LEXICAL_FLOOR
+from langmem_adapters.redis.lexical import COMMON_TERM_ITEMS, LEXICAL_FLOOR
 from tests import servers
 from tests.conftest import AsyncStoreFactory, StoreFactory
 
@@ -294,3 +294,18 @@ def test_hybrid_on_a_cluster() -> None:
     finally:
         for p in procs:
             p.close()
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_common_words_are_left_out(make_store: StoreFactory) -> None:
+    """A query word that COMMON_TERM_ITEMS items or more hold ranks nothing lexically (alone, the
+    lexical side is empty); the rare words of the same query still do."""
+    store = make_store(index=_index(vector_weight=0))  # the page is the lexical ranking alone
+    ops = [
+        PutOp(("c",), f"k{i}", {"text": f"shared {'note' if i < 150 else 'memo'} {i}"})
+        for i in range(COMMON_TERM_ITEMS)
+    ]
+    store.batch([*ops, PutOp(("c",), "rare", {"text": "shared 48213"})])
+    assert _keys(store.search(("c",), query="shared", limit=300)) == []
+    assert _keys(store.search(("c",), query="shared 48213", limit=300)) == ["rare"]
+    assert len(store.search(("c",), query="note", limit=300)) == 150  # fewer: not common
