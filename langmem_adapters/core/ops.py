@@ -34,11 +34,13 @@ from langmem_adapters.errors import (
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_ID_BYTES",
     "MAX_ROWS",
     "MAX_TTL_MINUTES",
     "Batch",
     "Write",
     "check_count",
+    "check_item_id",
     "check_page_size",
     "check_prefix",
     "dump_value",
@@ -73,6 +75,25 @@ def validate_key(key: Any) -> str:
             f"item key {key!r} contains a lone surrogate, which is not valid UTF-8"
         )
     return key
+
+
+# The most UTF-8 bytes a written item's namespace text (labels joined by ".") and key take together:
+# PostgreSQL's btree index over them holds rows of at most 2,704 bytes, with the vector table's
+# field path beside them. The same bound on every backend, whatever the text compresses to.
+MAX_ID_BYTES = 2048
+
+
+def check_item_id(namespace: tuple[str, ...], key: str) -> None:
+    """Refuse a written item whose namespace text and key exceed ``MAX_ID_BYTES`` together."""
+    chars = len(key) + len(namespace) + sum(map(len, namespace))
+    if 4 * chars <= MAX_ID_BYTES:  # fits even at 4 bytes a character: no encoding needed
+        return
+    size = len(key.encode()) + len(".".join(namespace).encode())
+    if size > MAX_ID_BYTES:
+        raise InvalidValueError(
+            f"item key and namespace take {size:,} bytes of UTF-8 together; at most"
+            f" {MAX_ID_BYTES:,} can be stored (PostgreSQL indexes them)"
+        )
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
@@ -397,6 +418,8 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
             if not ns:
                 raise InvalidNamespaceError("namespace cannot be empty")
             _check_index(op.index)
+            if op.value is not None:  # deleting such an item is fine: it cannot exist
+                check_item_id(ns, op.key)
             value_json = None if op.value is None else dump_value(op.value)
             writes[(ns, op.key)] = Write(
                 ns,

@@ -16,6 +16,7 @@ from typing import Any
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.ops import (
     MAX_TTL_MINUTES,
+    check_item_id,
     dump_value,
     validate_key,
     validate_namespace,
@@ -106,6 +107,7 @@ def check_records(records: Iterable[StoredItem]) -> list[tuple[StoredItem, str]]
         except InvalidNamespaceError as exc:
             raise InvalidRecordError(f"{where}: {exc}") from None
         validate_key(record.key)
+        check_item_id(ns, record.key)
         if not isinstance(record.value, Mapping):
             raise InvalidRecordError(
                 f"{where}: value must be a dict, got {type(record.value).__name__}"

@@ -47,7 +47,8 @@ def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | N
 
 
 def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
-    """Seconds between sweeps: the argument, else the config, else 5 minutes."""
+    """Seconds between sweeps: the argument, else the config, else 5 minutes (at most
+    ``threading.TIMEOUT_MAX``, about 292 years)."""
     minutes = override if override is not None else (ttl or {}).get("sweep_interval_minutes") or 5
     if (
         not isinstance(minutes, (int, float))
@@ -58,7 +59,7 @@ def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
         raise InvalidArgumentError(
             f"sweep interval must be a positive number of minutes, got {minutes!r}"
         )
-    return float(minutes) * 60.0
+    return min(float(minutes) * 60.0, threading.TIMEOUT_MAX)  # a longer wait overflows
 
 
 class Sweeper:

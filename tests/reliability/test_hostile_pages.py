@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
+import threading
+import time
 from typing import Any
 
 import pytest
 from langgraph.store.base import ListNamespacesOp, Op, PutOp, SearchOp
 
-from langmem_adapters.core.ops import MAX_TTL_MINUTES
+from langmem_adapters.core.ops import MAX_ID_BYTES, MAX_TTL_MINUTES
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     InvalidRecordError,
+    InvalidValueError,
 )
-from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.reliability.test_hostile_input import (
     HUGE,
     fill,
@@ -177,3 +181,54 @@ def test_ttls_beyond_every_backend_raise_our_error(
     with pytest.raises(InvalidRecordError, match="ttl"):
         store.restore([dataclasses.replace(record, key="new", ttl_minutes=ttl)])  # type: ignore[attr-defined]
     assert store_state(store) == before
+
+
+def test_item_ids_beyond_the_index_bound_raise_our_error(
+    make_store: StoreFactory, backend: str
+) -> None:
+    """A namespace and key of more than MAX_ID_BYTES together (PostgreSQL's btree index bound, where
+    a random 2,700-byte key was a driver error) are refused on every backend; up to it they are
+    stored, and deleting or reading a longer one is simply nothing."""
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no such bound")
+    store = make_store(index=hash_index(fields=["text"]))
+    rng = random.Random(7)
+    longest = "".join(rng.choice("abcdefghijklmnopqrstuvwxyzüé🙂") for _ in range(700))
+    ns = ("fuzz", "é")
+    room = MAX_ID_BYTES - len(".".join(ns).encode())
+    key = longest.encode()[:room].decode(errors="ignore")
+    key += "x" * (room - len(key.encode()))  # exactly MAX_ID_BYTES together
+    store.put(ns, key, {"text": "longest"})
+    assert store.get(ns, key).value == {"text": "longest"}  # type: ignore[union-attr]
+    before = store_state(store)
+    for bad_ns, bad_key in [(ns, key + "y"), ((*ns, "z"), key), (("fuzz",) * 1200, "k")]:
+        with pytest.raises(InvalidValueError, match="bytes"):
+            store.put(bad_ns, bad_key, {"text": "too long"})
+        with pytest.raises(InvalidValueError, match="bytes"):
+            store.batch([PutOp(("fuzz",), "k", {"v": 1}), PutOp(bad_ns, bad_key, {"v": 1})])
+        first = next(iter(store.iter_items(ns)))  # type: ignore[attr-defined]
+        record = dataclasses.replace(first, key=bad_key, namespace=bad_ns)
+        with pytest.raises(InvalidValueError, match="bytes"):
+            store.restore([record])  # type: ignore[attr-defined]
+        store.delete(bad_ns, bad_key)
+        assert store.get(bad_ns, bad_key) is None
+    assert store_state(store) == before
+
+
+def test_a_sweep_interval_beyond_a_thread_wait_is_served(
+    make_store: StoreFactory, backend: str
+) -> None:
+    """A sweeper interval of centuries waits at most ``threading.TIMEOUT_MAX`` (a longer wait made
+    the sweeper thread die with OverflowError); stopping it still works at once."""
+    if backend == "memory":
+        pytest.skip("InMemoryStore has no TTL")
+    store = make_store(ttl={"default_ttl": 60, "sweep_interval_minutes": 1e300})
+    errors: list[Any] = []
+    hook, threading.excepthook = threading.excepthook, errors.append
+    try:
+        store.start_ttl_sweeper()  # type: ignore[attr-defined]
+        time.sleep(0.2)
+    finally:
+        threading.excepthook = hook
+    assert store.stop_ttl_sweeper(5)  # type: ignore[attr-defined]
+    assert errors == []
