@@ -330,3 +330,25 @@ async def test_async_vector_stats_and_calibrate(make_astore: Any, backend: str) 
     else:
         assert stats.source == "calibrated" and stats.measured_size == 30 and stats.recall >= 0.95
     assert (await store.avector_stats()) == stats
+
+
+def test_a_doubled_index_is_measured_again_a_steady_one_is_not() -> None:
+    store, conn = _pg_store(_index())
+    half = N // 2
+
+    def put(lo: int, hi: int) -> None:
+        store.batch([PutOp(("docs", "all"), str(i), {"t": f"x:{i}"}) for i in range(lo, hi)])
+
+    try:
+        with store.bulk_load():
+            put(0, half)
+        first = store.calibrate()
+        assert first is not None and first.measured_size == half
+        check = store._calibrate_now  # the background check itself (not forced)
+        assert check(False).count == half  # type: ignore[union-attr]  # steady: kept
+        assert store.vector_stats().measured_at == first.measured_at  # type: ignore[union-attr]
+        put(half, N)
+        assert check(False).count == N  # type: ignore[union-attr]  # doubled: measured again
+    finally:
+        conn.close()
+        _drop_pg(store)
