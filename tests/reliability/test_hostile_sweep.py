@@ -40,7 +40,11 @@ TEXT = [
 ]
 LABELS = ["a", "b", "ü", "*", "%s", "{a|b}", "@p:{x}", "'; --", "x" * 300, "", ".", "a.b", "\x00"]
 LABELS += ["\ud800", "langgraph", " "]
-KEYS = ["k1", "k2", "", "\x00", "\ud800k", "'", "*", "x" * 2000, "a:b"]
+LONG = "".join(
+    random.Random(3).choice("abcdefghijklmnopqrstuvwxyz0123456789é") for _ in range(3000)
+)
+LABELS += [LONG[:1500], LONG[:2700]]  # incompressible: beyond PostgreSQL's index bound together
+KEYS = ["k1", "k2", "", "\x00", "\ud800k", "'", "*", "x" * 2000, "a:b", LONG]
 COUNTS: list[Any] = [0, 1, 3, 10, -1, -(2**70), 2**31, 2**40, 2**40 + 1, 2**63 - 1, 2**63, 2**64]
 COUNTS += [10**30, 1_000_000, 1_000_001, 2_000_000, True, False, 1.5, "10", None, math.inf]
 OPERANDS: list[Any] = [1, 7, "x", "fact", None, True, 1.5, 2**70, [1, [2]], {"a": {"b": 1}}, "\x00"]
