@@ -40,10 +40,9 @@ TEXT = [
 ]
 LABELS = ["a", "b", "ü", "*", "%s", "{a|b}", "@p:{x}", "'; --", "x" * 300, "", ".", "a.b", "\x00"]
 LABELS += ["\ud800", "langgraph", " "]
-LONG = "".join(
-    random.Random(3).choice("abcdefghijklmnopqrstuvwxyz0123456789é") for _ in range(3000)
-)
-LABELS += [LONG[:1500], LONG[:2700]]  # incompressible: beyond PostgreSQL's index bound together
+_RNG = random.Random(3)
+LONG = "".join(chr(0x4E00 + _RNG.randrange(20_000)) for _ in range(1000))  # 3,000 bytes of UTF-8
+LABELS += [LONG[:500], LONG[:900]]  # incompressible: beyond PostgreSQL's index bound together
 KEYS = ["k1", "k2", "", "\x00", "\ud800k", "'", "*", "x" * 2000, "a:b", LONG]
 COUNTS: list[Any] = [0, 1, 3, 10, -1, -(2**70), 2**31, 2**40, 2**40 + 1, 2**63 - 1, 2**63, 2**64]
 COUNTS += [10**30, 1_000_000, 1_000_001, 2_000_000, True, False, 1.5, "10", None, math.inf]
