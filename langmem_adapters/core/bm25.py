@@ -31,12 +31,14 @@ def bm25(
     n = len(texts)
     if not terms or not n:
         return [0.0] * n
-    counts = [Counter(w for w in t if w in terms) for t in texts]
-    df = Counter(w for c in counts for w in c)
+    # most texts share no word with the query: counted only where one does
+    counts = [None if terms.isdisjoint(t) else Counter(w for w in t if w in terms) for t in texts]
+    df = Counter(w for c in counts if c for w in c)
     idf = {w: math.log(1.0 + (n - df[w] + 0.5) / (df[w] + 0.5)) for w in df}
-    avgdl = sum(len(t) for t in texts) / n or 1.0
-    scores = []
-    for t, c in zip(texts, counts):
-        norm = k1 * (1.0 - b + b * len(t) / avgdl)
-        scores.append(sum(idf[w] * tf * (k1 + 1.0) / (tf + norm) for w, tf in c.items()))
+    avgdl = sum(map(len, texts)) / n or 1.0
+    scores = [0.0] * n
+    for i, c in enumerate(counts):
+        if c:
+            norm = k1 * (1.0 - b + b * len(texts[i]) / avgdl)
+            scores[i] = sum(idf[w] * tf * (k1 + 1.0) / (tf + norm) for w, tf in c.items())
     return scores

@@ -201,7 +201,8 @@ def plain_hybrid(
     docs = [texts.get(_key(r), []) for r in records]
     terms = query_terms(op.query)
     if len(docs) >= COMMON_TERM_ITEMS:  # leave out words that many of these items hold
-        held = Counter(w for d in docs for w in set(d) & set(terms))
+        wanted = set(terms)
+        held = Counter(w for d in docs for w in wanted.intersection(d))
         terms = [w for w in terms if held[w] < COMMON_TERM_ITEMS]
     lexical: list[Record] = []
     if terms:
