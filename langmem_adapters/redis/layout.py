@@ -5,8 +5,9 @@ namespace live in one cluster slot):
 
 - ``P:i:{h}:<len(ns)>:<ns>:<key>``: an item, a HASH: ``m`` the item's JSON text (``ns``, ``k``,
   ``v`` the value, ``u`` updated_at µs, ``l`` TTL minutes), ``c`` created_at µs, ``x`` expiry ms,
-  ``h`` embedded-text hashes, ``e`` the vectors (base64 float32). Query Engine mode adds what the
-  index ``P:items`` reads: ``u`` updated_at, ``p`` namespace tokens, ``t`` value tokens.
+  ``h`` embedded-text hashes, ``e`` the vectors (base64 float32), ``w`` a hybrid store's words of
+  the indexed texts (``redis/lexical.py``). Query Engine mode adds what the index ``P:items`` reads:
+  ``u`` updated_at, ``p`` namespace tokens, ``t`` value tokens (and ``w`` as TEXT).
 - ``P:v:{h}:<len(ns)>:<ns>:<key>``: Query Engine mode, an item with vectors: a JSON document with
   its vectors and the item's ``p`` and ``t`` (for filtered KNN), indexed by the vector index
   (``P:vec:...``). A hash holds one vector per field; a JSON array holds every vector of the item.
