@@ -79,8 +79,11 @@ def _check_text(text: str, what: str) -> None:
 def _check_json(value: Any, where: str) -> None:
     """Raise unless ``value`` is a JSON value that a stored item could hold (see the module
     docstring), walking it without recursion so that any depth raises our error."""
+    kind = type(value)
+    if kind is int or kind is bool or value is None:  # the commonest operands after strings
+        return
     what = f"filter operand for {where}"
-    if type(value) is str:  # the commonest operand
+    if kind is str:
         _check_text(value, what)
         return
     stack = [(value, 0)]
