@@ -381,6 +381,13 @@ def render(rows: Sequence[Row], dataset: str) -> str:
 # --------------------------------------------------------------------------- main
 
 
+def write_json(path: str, rows: Sequence[Row], runner: bench.Runner, seconds: float) -> None:
+    """The rows, errors and run time as JSON."""
+    report = {"rows": [asdict(r) for r in rows], "errors": dict(runner.errors)}
+    with open(path, "w") as fh:
+        json.dump({**report, "messages": runner.messages, "seconds": seconds}, fh, indent=2)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--n", default="10000,100000", help="item counts, comma-separated")
@@ -412,6 +419,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for backend in backends:
                 print(f"[{backend.name}] {name}, {n:,} items, {queries} queries ...", flush=True)
                 rows.extend(measure(runner, backend, data, 5.0 if args.quick else 60.0))
+                if args.json_path:  # so far, in case a later (long) measurement is interrupted
+                    write_json(args.json_path, rows, runner, time.perf_counter() - t_start)
     for name in args.datasets.split(","):
         print(f"\n{name} ({KINDS[name]}-d), {NAMESPACES} namespaces, recall@10 vs numpy exact:")
         print(render(rows, name))
@@ -419,9 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nerrors: {sum(runner.errors.values())} {dict(runner.errors) or ''}")
     print(f"total time: {seconds:.1f} s")
     if args.json_path:
-        with open(args.json_path, "w") as fh:
-            report = {"rows": [asdict(r) for r in rows], "errors": dict(runner.errors)}
-            json.dump({**report, "messages": runner.messages, "seconds": seconds}, fh, indent=2)
+        write_json(args.json_path, rows, runner, seconds)
     return 1 if runner.errors else 0
 
 
