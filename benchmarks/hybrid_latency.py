@@ -15,6 +15,7 @@ import random
 import statistics
 import tempfile
 import time
+import uuid
 from typing import Any
 
 import psycopg
@@ -94,13 +95,14 @@ def main() -> None:
         index: dict[str, Any] = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
         if hybrid:
             index["hybrid"] = True
-        store = PostgresStore(conn, index=index, table_prefix=f"lat_{name}")  # type: ignore[arg-type]
+        prefix = f"lat_{name}_{uuid.uuid4().hex[:6]}"  # fresh tables each run
+        store = PostgresStore(conn, index=index, table_prefix=prefix)  # type: ignore[arg-type]
         store.setup()
         with store.bulk_load():
             for start in range(0, args.n, 500):
                 end = min(args.n, start + 500)
                 store.batch([_put(users[j % len(users)], j, texts[j]) for j in range(start, end)])
-        conn.execute(f"ANALYZE lat_{name}_vectors_vector64")
+        conn.execute(f"ANALYZE {prefix}_vectors_vector64")  # as autovacuum would, soon after
         stores.append(store)
     for scope in ("namespaced", "global"):
         picked = [(p, q) for p, q in queries if bool(p) == (scope == "namespaced")]

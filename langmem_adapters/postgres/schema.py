@@ -211,8 +211,13 @@ def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
 
 def lexical_index_ddl(table: str) -> str:
     """``CREATE INDEX IF NOT EXISTS`` of the GIN index on the vector table's ``tsv`` column (the
-    lexical side of hybrid search; made by the setup of a hybrid store only)."""
-    return f"CREATE INDEX IF NOT EXISTS {table}_tsv_idx ON {table} USING gin (tsv)"
+    lexical side of hybrid search; made by the setup of a hybrid store only). Without GIN's pending
+    list (``fastupdate = off``): every search would scan the rows written since the last vacuum
+    (measured 2.5 ms a term, 40-60 ms a search, on 3,200 freshly written rows)."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {table}_tsv_idx ON {table} USING gin (tsv) "
+        "WITH (fastupdate = off)"
+    )
 
 
 def setup_plan(t: Tables, spec: IndexSpec | None) -> Steps[None]:
