@@ -92,7 +92,9 @@ class _Calibrated:
         if spec.kind == "ivfflat":
             explicit = int(spec.ann.get("probes", 10))
         fallback = explicit or search_breadth(size, self._breadth_schedule)
-        exact = spec.kind == "exact" or self._exact_only()
+        below = int(spec.ann.get("exact_below", self._exact_below))
+        small = size <= below > 0 and calibrator.measurement is None  # searches scan exactly
+        exact = spec.kind == "exact" or self._exact_only() or small
         return calibrator.report(size, fallback, bool(explicit), exact)
 
 
