@@ -13,7 +13,7 @@ plain mode the lexical side is BM25 computed here (``core.bm25``) over the searc
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Generator, Iterable, Sequence
+from collections.abc import Collection, Generator, Sequence
 from typing import Any
 
 from langgraph.store.base import SearchOp
@@ -34,7 +34,6 @@ __all__ = [
     "LEXICAL_FLOOR",
     "MAX_TERMS",
     "Lexical",
-    "common_words",
     "fused",
     "plain_hybrid",
     "query_terms",
@@ -69,34 +68,6 @@ def _key(r: Record) -> ItemKey:
     return (nsp.join(r.namespace), r.key)
 
 
-def common_words(
-    keys: Keys, searches: Iterable[SearchOp], stats: SearchStats
-) -> Generator[Round, list[Any], set[str]]:
-    """The words of these searches' queries that :data:`COMMON_TERM_ITEMS` items or more hold
-    (Query Engine): counted by the server for words not counted in the last minute (one round,
-    only then), remembered in ``stats``."""
-    found = {w for op in searches if op.query for w in query_terms(op.query)}
-    stale = sorted(w for w in found if stats.term(w).stale())
-    if stale:
-        counts = yield Round([Call(_count_args(keys, w)) for w in stale])
-        for w, reply in zip(stale, counts):
-            stats.term(w).update(_total(reply))
-    return {w for w in found if (stats.term(w).count or 0) >= COMMON_TERM_ITEMS}
-
-
-def _count_args(keys: Keys, word: str) -> tuple[Any, ...]:
-    """``FT.SEARCH`` counting the items whose words hold ``word`` (no rows sent back)."""
-    query = ("@w:($t)", "VERBATIM", "LIMIT", 0, 0, "PARAMS", 2, "t", word, "DIALECT", 2)
-    return ("FT.SEARCH", keys.index(None), *query)
-
-
-def _total(reply: Any) -> int:
-    """The hit count of an FT.SEARCH reply (a map under RESP3, a list under RESP2)."""
-    if isinstance(reply, dict):
-        return int(reply.get("total_results") or reply.get(b"total_results") or 0)
-    return int(reply[0])
-
-
 def sides(
     keys: Keys,
     spec: IndexSpec | None,
@@ -105,17 +76,17 @@ def sides(
     qvec: list[float] | None,
     ef: int,
     broad: Collection[str],
-    common: Collection[str] = (),
+    stats: SearchStats,
 ) -> tuple[Searcher, Lexical | None]:
     """A Query Engine search's server side: its :class:`Searcher`; for a hybrid store's query
     search, that of the vector side (the first candidates of the same search) and the lexical side
-    (without the ``common`` words, see :func:`common_words`)."""
+    (``stats``: the store's word counts)."""
     hybrid = spec.hybrid if spec is not None and qvec is not None else None
     if hybrid is None:
         return Searcher(keys, spec, op, conds, qvec, ef, broad), None
     wide = op._replace(offset=0, limit=hybrid.candidates(op.offset, op.limit))
     vector = Searcher(keys, spec, wide, conds, qvec, ef, broad)
-    return vector, Lexical(keys, vector, op, conds, hybrid, common)
+    return vector, Lexical(keys, vector, op, conds, hybrid, stats)
 
 
 class Lexical:
@@ -129,30 +100,30 @@ class Lexical:
         op: SearchOp,
         conds: tuple[Condition, ...],
         hybrid: HybridSpec,
-        common: Collection[str] = (),
+        stats: SearchStats,
     ) -> None:
         """``vector``: the search's vector side (its clauses are reused); ``op``: the search;
-        ``common``: words left out."""
-        self.keys, self.op, self.conds = keys, op, conds
-        self.terms = [w for w in query_terms(op.query) if w not in common]
+        ``stats``: how many items hold each word, as counted lately (the script counts the rest)."""
+        self.keys, self.op, self.conds, self.stats = keys, op, conds, stats
+        self.terms = query_terms(op.query)
         self.parts, self.exact = vector.parts, vector.exact
         self.hybrid, self.want = hybrid, hybrid.candidates(op.offset, op.limit)
 
     def call(self, window: int) -> Call | None:
         """The ``FT.SEARCH`` of the ``window`` best matches (through the lexical script), or None
         when the query has no words."""
-        if not self.terms:
+        self.uncounted = [w for w in self.terms if self.stats.term(w).stale()]
+        rare = [
+            w
+            for w in self.terms
+            if w not in self.uncounted and (self.stats.term(w).count or 0) < COMMON_TERM_ITEMS
+        ]
+        if not rare and not self.uncounted:
             return None
         window = min(window, MAX_WINDOW)  # the server's bound, as for the vector side
-        names = [f"t{i}" for i in range(len(self.terms))]
-        text = f"@w:({'|'.join('$' + n for n in names)})"
-        query = " ".join([*self.parts, text])
-        params = [x for n, t in zip(names, self.terms) for x in (n, t)]
-        # VERBATIM: no stemming of the query's words either (the field is NOSTEM)
-        args: tuple[Any, ...] = (self.keys.index(None), query, "NOCONTENT", "VERBATIM")
-        args += ("WITHSCORES", "SCORER", "BM25STD", "LIMIT", 0, window)
-        args += ("PARAMS", len(params), *params, "DIALECT", 2)
-        return Call(args, script="lexical")
+        head = "".join(f"{part} " for part in self.parts)
+        args = (self.keys.index(None), head, window, COMMON_TERM_ITEMS, len(rare))
+        return Call((*args, len(self.uncounted), *rare, *self.uncounted), script="lexical")
 
     def calls(self) -> list[Call]:
         """What the lexical side sends in the search's round: its query, none without words."""
@@ -172,7 +143,9 @@ class Lexical:
         here leave fewer than the candidates wanted and the server has more."""
         window = self.want
         while True:
-            hits, rows = load_json(reply)
+            hits, rows, counts = load_json(reply)
+            for w, n in zip(self.uncounted, counts):
+                self.stats.term(w).update(n)
             scored = [(-float(s), Record.parse(m, c)) for m, c, s in rows]
             ok = [(s, r) for s, r in scored if self.exact or self._ok(r)]
             if self.exact or len(ok) >= self.want or hits <= window:

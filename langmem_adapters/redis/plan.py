@@ -19,7 +19,7 @@ from langmem_adapters.core.embedding import Embed, embed_queries
 from langmem_adapters.core.ops import plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.redis.layout import Keys, Mode, text
-from langmem_adapters.redis.lexical import Lexical, common_words, sides
+from langmem_adapters.redis.lexical import Lexical, sides
 from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
@@ -66,11 +66,6 @@ def plan(
             keys, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
         )
 
-    common: set[str] = set()  # a hybrid search leaves out words that many items hold
-    if qvecs and spec is not None and spec.hybrid is not None and mode == "query_engine":
-        searched = (op for _, op, _ in batch.searches)
-        common = yield from common_words(keys, searched, stats or SearchStats())
-
     calls = [_get_call(keys, op.namespace, op.key) for _, op in batch.gets]
     need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
     if need_registry:
@@ -81,7 +76,8 @@ def plan(
             if op.limit == 0:
                 results[i] = []
                 continue
-            s, lex = sides(keys, spec, op, conds, qvecs.get(op.query or ""), ef, broad, common)
+            qvec = qvecs.get(op.query or "")
+            s, lex = sides(keys, spec, op, conds, qvec, ef, broad, stats or SearchStats())
             s.brute_force(exact)
             # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
             # more often, and a longer KNN window costs the server next to nothing.

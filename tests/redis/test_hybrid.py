@@ -309,3 +309,24 @@ def test_common_words_are_left_out(make_store: StoreFactory) -> None:
     assert _keys(store.search(("c",), query="shared", limit=300)) == []
     assert _keys(store.search(("c",), query="shared 48213", limit=300)) == ["rare"]
     assert len(store.search(("c",), query="note", limit=300)) == 150  # fewer: not common
+
+
+def test_one_round_with_words_not_counted_yet(qe_client: redis.Redis) -> None:
+    """The Query Engine's lexical side counts new query words in its own script call: a hybrid
+    search with words the store has not counted takes the one round of a vector search."""
+    store = RedisStore(qe_client, prefix=f"t{uuid.uuid4().hex[:12]}", index=_index())  # type: ignore[arg-type]
+    for key, text in _notes().items():
+        store.put(("notes",), key, {"text": text})
+    store.search(("notes",), query="w1 w2", limit=5)  # the index's sizes are read once
+    rounds: list[Any] = []
+    execute = store._execute
+
+    def counted(request: Any) -> Any:
+        rounds.append(request)
+        return execute(request)
+
+    store._execute = counted
+    found = store.search(("notes",), query=f"{IDENTIFIER} w3", limit=5)
+    assert "target" in _keys(found)
+    assert len(rounds) == 1 and [c.script for c in rounds[0].calls] == ["search", "lexical"]
+    assert store._stats.term(IDENTIFIER.lower()).count == 1  # counted, remembered for a minute

@@ -1,11 +1,39 @@
--- The lexical side of a hybrid search: FT.SEARCH with ARGV as its arguments (NOCONTENT WITHSCORES),
--- then the meta and created_at of the hits read here, as one JSON text:
--- [hits, [[meta, created, score], ...]]. A hit whose key expired reads as nil and is left out; hits
--- still counts it, so the caller can tell a short window from an exhausted result.
-local r = redis.call('FT.SEARCH', unpack(ARGV))
+-- The lexical side of a hybrid search (Query Engine). ARGV: the items index, the namespace and
+-- filter clauses (text, may be empty), the window, the common-word bound, k, u, then k words known
+-- to be rarer than the bound and u words not counted lately. Each of the u words is counted first
+-- (FT.SEARCH ... LIMIT 0 0) and kept only below the bound; the kept words, OR-ed and passed as query
+-- parameters (never spliced into the query), are searched by BM25STD; then the meta and created_at
+-- of the hits are read here. Returns one JSON text [hits, [[meta, created, score], ...], [counts of
+-- the u words]]. A hit whose key expired reads as nil and is left out; hits still counts it, so the
+-- caller can tell a short window from an exhausted result.
+local index, head, window, bound = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local k, u = tonumber(ARGV[5]), tonumber(ARGV[6])
+local kept, counts = {}, {}
+for i = 1, k do kept[#kept + 1] = ARGV[6 + i] end
+for i = k + 1, k + u do
+  local word = ARGV[6 + i]
+  local n = redis.call('FT.SEARCH', index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
+  counts[#counts + 1] = n
+  if n < bound then kept[#kept + 1] = word end
+end
+local counted = '[' .. table.concat(counts, ',') .. ']'
+if #kept == 0 then return '[0,[],' .. counted .. ']' end
+local names, params = {}, {}
+for i, word in ipairs(kept) do
+  names[i] = '$t' .. i
+  params[#params + 1] = 't' .. i
+  params[#params + 1] = word
+end
+-- VERBATIM: no stemming of the query's words either (the field is NOSTEM)
+local args = {index, head .. '@w:(' .. table.concat(names, '|') .. ')', 'NOCONTENT', 'VERBATIM',
+  'WITHSCORES', 'SCORER', 'BM25STD', 'LIMIT', 0, window, 'PARAMS', #params}
+for _, p in ipairs(params) do args[#args + 1] = p end
+args[#args + 1] = 'DIALECT'
+args[#args + 1] = 2
+local r = redis.call('FT.SEARCH', unpack(args))
 local rows = {}
 for i = 2, #r, 2 do
   local v = redis.call('HMGET', r[i], 'm', 'c')
   if v[1] then rows[#rows + 1] = '[' .. v[1] .. ',' .. v[2] .. ',' .. r[i + 1] .. ']' end
 end
-return '[' .. r[1] .. ',[' .. table.concat(rows, ',') .. ']]'
+return '[' .. r[1] .. ',[' .. table.concat(rows, ',') .. '],' .. counted .. ']'
