@@ -82,3 +82,27 @@ def test_candidates_cover_the_page() -> None:
     spec = HybridSpec(depth=4)
     assert spec.candidates(0, 3) == 20
     assert spec.candidates(10, 10) == 80
+
+
+def test_rare_words_by_share_of_collection_or_page() -> None:
+    spec = HybridSpec()  # rare_share 0.005
+    assert spec.rare_bound(10_000, 10) == 50  # 0.5% of the collection
+    assert spec.rare_bound(3_200, 10) == 16
+    assert spec.rare_bound(300, 10) == 10  # small collection: no more than the page
+    assert spec.rare_bound(0, 0) == 1
+    counts = {"order": 900, "48213": 3, "status": 51, "lyon": 50}
+    assert spec.rare(counts, 10_000, 10) == ["48213", "lyon"]
+    assert spec.rare(counts, 10_000, 60) == ["48213", "status", "lyon"]
+    assert HybridSpec(rare_share=1.0).rare(counts, 900, 10) == list(counts)
+
+
+def test_floor_keeps_scores_near_the_best() -> None:
+    assert HybridSpec().floored([8.0, 4.0, 3.9, 1.0]) == 2
+    assert HybridSpec(floor=0.0).floored([8.0, 4.0, 3.9, 1.0]) == 4
+    assert HybridSpec().floored([]) == 0
+
+
+@pytest.mark.parametrize("option", [{"rare_share": -0.1}, {"floor": 2}, {"rare_share": "x"}])
+def test_rule_options_are_checked(option: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        HybridSpec.from_option(option)

@@ -19,7 +19,16 @@ from typing import Any, TypeVar
 
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["MAX_QUERY_CHARS", "RRF_K", "HybridSpec", "clean_query", "fuse", "words"]
+__all__ = [
+    "FLOOR",
+    "MAX_QUERY_CHARS",
+    "RARE_SHARE",
+    "RRF_K",
+    "HybridSpec",
+    "clean_query",
+    "fuse",
+    "words",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -28,6 +37,20 @@ K = TypeVar("K", bound=Hashable)
 RRF_K = 60
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+#: A query word takes part in the lexical side when at most this share of the collection's indexed
+#: texts holds it (or no more texts than the page asks for, see ``HybridSpec.rare_bound``): an
+#: inverse-document-frequency threshold, the same on every backend and at every size. The lexical side is for what a question names specifically
+#: (an order number, an error code, a path), which few memories hold; words many memories share
+#: are the vector side's job. 0.5% is ``idf = ln(1 + 199.5)`` ~ 5.3 nats: on the retrieval
+#: benchmark it met both targets of #18 (see docs/hybrid.md); a word held by more (an error code in
+#: 2% of the memories) is left to the vector side.
+RARE_SHARE = 0.005
+
+#: The lexical side ranks only items scoring at least this fraction of the best one: an item that
+#: shares only common words with the query (and so scores far lower than one holding its rare
+#: identifier) would otherwise take a lexical rank, and fusion would lift it above the item sought.
+FLOOR = 0.5
 
 #: How much of a query's text the lexical side parses: a longer text is no keyword query, and a
 #: bound keeps the server's query small whatever a caller sends.
@@ -41,18 +64,22 @@ _UNSENDABLE = re.compile("[\x00\ud800-\udfff]")
 class HybridSpec:
     """Validated hybrid options: the fusion constant, each side's weight, the Postgres text-search
     configuration (``simple``: no stemming or stop words, so identifiers and any language match),
-    and how many candidates each side contributes per result wanted (``depth``)."""
+    how many lexical candidates per result wanted (``depth``), which query words are rare enough
+    for the lexical side (``rare_share``) and its score floor (``floor``)."""
 
     k: int = RRF_K
     lexical_weight: float = 1.0
     vector_weight: float = 1.0
     text_config: str = "simple"
     depth: int = 4
+    rare_share: float = RARE_SHARE
+    floor: float = FLOOR
 
     @classmethod
     def from_option(cls, option: object) -> HybridSpec | None:
         """``None``/``False``: no hybrid; ``True``: the defaults; a dict: the defaults with some
-        replaced (``k``, ``lexical_weight``, ``vector_weight``, ``text_config``, ``depth``)."""
+        replaced (``k``, ``lexical_weight``, ``vector_weight``, ``text_config``, ``depth``,
+        ``rare_share``, ``floor``)."""
         if option is None or option is False:
             return None
         if option is True:
@@ -84,6 +111,20 @@ class HybridSpec:
                     f"hybrid '{name}' must be a finite number >= 0, got {v!r}"
                 )
             got[name] = float(v)
+        for name in ("rare_share", "floor"):
+            if name not in got:
+                continue
+            v = got[name]
+            if (
+                not isinstance(v, (int, float))
+                or isinstance(v, bool)
+                or not math.isfinite(v)
+                or not 0 <= v <= 1
+            ):
+                raise InvalidArgumentError(
+                    f"hybrid '{name}' must be a number from 0 to 1, got {v!r}"
+                )
+            got[name] = float(v)
         config = got.get("text_config", "simple")
         if not isinstance(config, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", config):
             raise InvalidArgumentError(
@@ -92,8 +133,31 @@ class HybridSpec:
         return cls(**got)
 
     def candidates(self, offset: int, limit: int) -> int:
-        """How many candidates each side ranks for a page ending at ``offset + limit``."""
+        """How many candidates the lexical side ranks for a page ending at ``offset + limit`` (the
+        vector side ranks the page itself, as a vector-only search: an item past it that the
+        lexical side ranks still enters the fusion by its lexical rank)."""
         return max(20, self.depth * (offset + limit))
+
+    def rare_bound(self, size: float, page: int) -> int:
+        """The most texts of a collection of ``size`` that may hold a query word the lexical side
+        uses, for a page ending at ``page``: ``max(1, page, rare_share x size)``. Rare relative to
+        the collection, or held by no more texts than the page asks for (alone, such a word cannot
+        fill the lexical side with more items than the page holds, so a small collection keeps an
+        identifier a few of its memories share)."""
+        return max(1, page, math.floor(self.rare_share * size))
+
+    def rare(self, counts: Mapping[str, float], size: float, page: int) -> list[str]:
+        """The words of ``counts`` (word -> texts holding it, in query order) the lexical side
+        uses in a collection of ``size`` texts for a page ending at ``page``: those held by at
+        most :meth:`rare_bound`."""
+        bound = self.rare_bound(size, page)
+        return [w for w, n in counts.items() if n <= bound]
+
+    def floored(self, scores: Sequence[float]) -> int:
+        """How many of a lexical ranking's ``scores`` (best first) it keeps: those at least
+        ``floor`` times the best."""
+        best = scores[0] if scores else 0.0
+        return sum(1 for s in scores if s >= self.floor * best)
 
 
 def words(text: str) -> list[str]:

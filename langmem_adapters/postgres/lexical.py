@@ -7,13 +7,14 @@ beside its embedding, under a GIN index. A query's text is parsed by the same co
 (``to_tsvector``, so identifiers, paths and e-mail addresses come out as the same lexemes as in the
 stored texts) and each lexeme is a term. A term is weighted by its rarity, BM25's inverse document
 frequency ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``df`` the number of vector rows holding it
-(GIN index counts) and ``N`` the table's rows (the planner's estimate or the live-row count); a
-term in ``COMMON_TERM_ROWS`` rows or more is left out: it would rank much of the table and tell
-little apart. An item's lexical score is the sum of the weights of the terms any of its texts
-holds, so an item holding the rare ``48213`` outranks ones sharing only common words with the
-query (term frequency and length are not counted: memories are short). Only items scoring at
-least ``LEXICAL_FLOOR`` of the best score are ranked: the lexical side names the items that hold
-what the query asks for specifically, and leaves the rest to the vector side.
+(GIN index counts) and ``N`` the table's rows (the planner's estimate or the live-row count); only
+terms held by at most ``HybridSpec.rare_bound(N, page)`` rows take part (``core.hybrid``: at most
+``rare_share`` of the rows, or no more than the page's end): a common term would rank much of the table and tell little apart.
+An item's lexical score is the sum of the weights of the terms any of its texts holds, so an item
+holding the rare ``48213`` outranks ones sharing only common words with the query (term frequency
+and length are not counted: memories are short). Only items scoring at least ``floor`` times the
+best score are ranked: the lexical side names the items that hold what the query asks for
+specifically, and leaves the rest to the vector side.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from langmem_adapters.postgres.sql import ITEM_COLUMNS, LIVE, Round, Statement, 
 
 __all__ = [
     "BACKFILL_PAGE",
-    "COMMON_TERM_ROWS",
-    "LEXICAL_FLOOR",
     "backfill_plan",
     "fuse_rows",
     "lexical_search",
@@ -43,18 +42,6 @@ __all__ = [
     "vector_op",
     "vector_rows",
 ]
-
-#: A query term held by this many vector rows or more is left out of the lexical side: the
-#: lexical side is for what the query names specifically (an order number, an error code, a path),
-#: which few memories hold; words many memories share are the vector side's job. On the retrieval
-#: benchmark (3,200 memories, WordLlama) 20 kept identifier recall@5 at 0.99 across all users with
-#: no loss on paraphrase questions; 50 and 200 lost 12 and 18 points on paraphrases.
-COMMON_TERM_ROWS = 20
-
-#: The lexical side ranks only items scoring at least this fraction of the best one: an item that
-#: shares only common words with the query (and so scores far lower than one holding its rare
-#: identifier) would otherwise take a lexical rank, and fusion would lift it above the item sought.
-LEXICAL_FLOOR = 0.5
 
 #: Vector rows whose ``tsv`` a hybrid store's ``setup()`` fills per round.
 BACKFILL_PAGE = 1000
@@ -76,6 +63,7 @@ def lexical_search(
     statement. The first keeps one generic plan for it (its plan depends on the terms' counts,
     found at run time, not on its parameters; planning it costs ~6 ms, running it <1 ms)."""
     vt = t.vectors(spec)
+    page = op.offset + op.limit
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
     # Document frequencies: a lexeme among the column's most common elements (ANALYZE's
@@ -87,9 +75,11 @@ def lexical_search(
     )
     # N: the planner's estimate or the live rows the statistics system counted, whichever is
     # larger (a table not analyzed yet has no estimate; counting its rows would visit them all).
+    # The most rows a term the lexical side uses may be held by: HybridSpec.rare_bound(n, page).
     size = (
-        "SELECT greatest(c.reltuples, pg_stat_get_live_tuples(c.oid), 1)::float8 AS n "
-        f"FROM pg_class c WHERE c.oid = '{vt}'::regclass"
+        "SELECT z.n, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound FROM (SELECT "
+        "greatest(c.reltuples, pg_stat_get_live_tuples(c.oid), 1)::float8 AS n "
+        f"FROM pg_class c WHERE c.oid = '{vt}'::regclass) z"
     )
     lexemes = (
         f"SELECT a.lex, a.i, {_OPERAND} AS q FROM unnest(tsvector_to_array("
@@ -99,7 +89,7 @@ def lexical_search(
         "coalesce((SELECT greatest(1, st.f[array_position(st.e, u.lex)] * z.n) FROM stats st "
         "WHERE array_position(st.e, u.lex) IS NOT NULL), "
         f"(SELECT count(*) FROM (SELECT 1 FROM {vt} x WHERE x.tsv @@ u.q "
-        f"LIMIT {COMMON_TERM_ROWS}) c))"
+        "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
     )
     idf = "ln(1 + (greatest(z.n, w.df) - w.df + 0.5) / (w.df + 0.5))"
     settings = Statement(
@@ -112,39 +102,39 @@ def lexical_search(
         f"FROM ({lexemes}) u, size z), "
         f"hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT v.ns, v.key, "
         f"w.i, {idf} AS w FROM size z, terms w JOIN {vt} v ON v.tsv @@ w.q "
-        f"WHERE w.df < {COMMON_TERM_ROWS} AND {ns_sql}) m GROUP BY m.ns, m.key) "
+        f"WHERE w.df <= z.bound AND {ns_sql}) m GROUP BY m.ns, m.key) "
         # Each hit's item by its primary key ("OFFSET 0" keeps the lookup a nested loop: the kept
         # generic plan would otherwise hash-join the hits with a scan of every item).
         f"SELECT * FROM (SELECT s.*, h.score, max(h.score) OVER () AS best FROM hits h "
         f"CROSS JOIN LATERAL (SELECT {ITEM_COLUMNS.format(a='i')} FROM {t.store} i "
         f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s"
-        f") r WHERE r.score >= {LEXICAL_FLOOR} * r.best "
+        f") r WHERE r.score >= {hybrid.floor!r} * r.best "
         f"ORDER BY r.score DESC, r.ns, r.key LIMIT {int(candidates)}",
-        [clean_query(op.query or ""), *ns_params, *f_params],
+        [page, hybrid.rare_share, clean_query(op.query or ""), *ns_params, *f_params],
     )
     return [settings, search]
 
 
 def vector_op(spec: IndexSpec, op: SearchOp) -> SearchOp:
-    """The search the vector side runs: ``op`` itself, or for a hybrid store its first
-    ``HybridSpec.candidates`` items (fused, then paged)."""
+    """The search the vector side runs: ``op`` itself, or for a hybrid store the items up to the
+    page's end (fused with the lexical side's, then paged): as wide as a vector-only search, so
+    the vector side costs what a vector search does."""
     if spec.hybrid is None:
         return op
-    return op._replace(offset=0, limit=spec.hybrid.candidates(op.offset, op.limit))
+    return op._replace(offset=0, limit=op.offset + op.limit)
 
 
 def vector_rows(spec: IndexSpec, vop: SearchOp) -> int:
     """How many vector rows an ANN search (or a prefix's exact scan) reads for the items of
-    ``vop``: twice the items per indexed field for a vector search (items with several vectors, or
-    expired ones, are pooled out), once for a hybrid search's candidates (a short pool only fuses
-    fewer of them, see :func:`needed`)."""
-    return max(20, (2 if spec.hybrid is None else 1) * (vop.offset + vop.limit) * len(spec.fields))
+    ``vop``: twice the items per indexed field (items with several vectors, or expired ones, are
+    pooled out)."""
+    return max(20, 2 * (vop.offset + vop.limit) * len(spec.fields))
 
 
 def needed(op: SearchOp, vop: SearchOp) -> int:
     """How many items the vector side's pool must hold before a search answers exactly instead:
-    the page of a vector search; for a hybrid search (``vop`` its candidates) only the page too."""
-    return op.offset + op.limit if vop is not op else vop.offset + vop.limit
+    the page, for a vector search and for a hybrid one's vector side (``vop``) alike."""
+    return vop.offset + vop.limit
 
 
 def scored_rows(

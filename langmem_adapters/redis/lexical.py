@@ -30,8 +30,6 @@ from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import MAX_WINDOW, Searcher
 
 __all__ = [
-    "COMMON_TERM_ITEMS",
-    "LEXICAL_FLOOR",
     "MAX_TERMS",
     "Lexical",
     "fused",
@@ -39,16 +37,6 @@ __all__ = [
     "query_terms",
     "sides",
 ]
-
-#: The lexical side ranks only items scoring at least this fraction of the best one (as on
-#: Postgres): an item sharing only common words with the query scores far below one holding its
-#: rare identifier, and would otherwise take a lexical rank that fusion lifts above the item sought.
-LEXICAL_FLOOR = 0.5
-
-#: A query word held by this many items or more is left out of the lexical side (as on Postgres):
-#: it tells little apart (BM25 weighs it next to nothing), yet the server would walk and score every
-#: item holding it, which made up most of a lexical query's time at 10k items.
-COMMON_TERM_ITEMS = 200
 
 #: Distinct query words the lexical side matches at most (the first ones): a page of text as a query
 #: stays one bounded server query.
@@ -84,7 +72,7 @@ def sides(
     hybrid = spec.hybrid if spec is not None and qvec is not None else None
     if hybrid is None:
         return Searcher(keys, spec, op, conds, qvec, ef, broad), None
-    wide = op._replace(offset=0, limit=hybrid.candidates(op.offset, op.limit))
+    wide = op._replace(offset=0, limit=op.offset + op.limit)  # as wide as a vector search
     vector = Searcher(keys, spec, wide, conds, qvec, ef, broad)
     return vector, Lexical(keys, vector, op, conds, hybrid, stats)
 
@@ -103,7 +91,8 @@ class Lexical:
         stats: SearchStats,
     ) -> None:
         """``vector``: the search's vector side (its clauses are reused); ``op``: the search;
-        ``stats``: how many items hold each word, as counted lately (the script counts the rest)."""
+        ``stats``: how many items the index holds and how many hold each word, as counted lately
+        (the script counts the rest)."""
         self.keys, self.op, self.conds, self.stats = keys, op, conds, stats
         self.terms = query_terms(op.query)
         self.parts, self.exact = vector.parts, vector.exact
@@ -111,18 +100,23 @@ class Lexical:
 
     def call(self, window: int) -> Call | None:
         """The ``FT.SEARCH`` of the ``window`` best matches (through the lexical script), or None
-        when the query has no words."""
-        self.uncounted = [w for w in self.terms if self.stats.term(w).stale()]
-        rare = [
-            w
-            for w in self.terms
-            if w not in self.uncounted and (self.stats.term(w).count or 0) < COMMON_TERM_ITEMS
-        ]
+        when the query has no rare word. The script counts the index's items (``size``) and the
+        words not counted lately; the words known rare (``HybridSpec.rare``) are searched."""
+        items = self.stats.term("")  # no word is empty: the key of the items index's size
+        self.sized = items.stale()
+        self.uncounted = [w for w in self.terms if self.sized or self.stats.term(w).stale()]
+        known = {w: self.stats.term(w).count or 0 for w in self.terms if w not in self.uncounted}
+        page = self.op.offset + self.op.limit
+        rare = [] if self.sized else self.hybrid.rare(known, items.count or 0, page)
         if not rare and not self.uncounted:
             return None
         window = min(window, MAX_WINDOW)  # the server's bound, as for the vector side
+        # the namespace and filter clauses only select (the script negates them twice): BM25STD
+        # scores every term of a query, and a tag clause reordered the text's ranking
         head = "".join(f"{part} " for part in self.parts)
-        args = (self.keys.index(None), head, window, COMMON_TERM_ITEMS, len(rare))
+        size = -1 if self.sized else items.count or 0
+        share = self.hybrid.rare_share
+        args = (self.keys.index(None), head, window, share, size, page, len(rare))
         return Call((*args, len(self.uncounted), *rare, *self.uncounted), script="lexical")
 
     def calls(self) -> list[Call]:
@@ -143,7 +137,9 @@ class Lexical:
         here leave fewer than the candidates wanted and the server has more."""
         window = self.want
         while True:
-            hits, rows, counts = load_json(reply)
+            hits, rows, counts, size = load_json(reply)
+            if self.sized:
+                self.stats.term("").update(size)
             for w, n in zip(self.uncounted, counts):
                 self.stats.term(w).update(n)
             scored = [(-float(s), Record.parse(m, c)) for m, c, s in rows]
@@ -155,7 +151,7 @@ class Lexical:
             assert call is not None
             (reply,) = yield Round([call])
         ok.sort(key=lambda sr: (sr[0], *_key(sr[1])))
-        return _floored([(-s, r) for s, r in ok[: self.want]])
+        return _floored(self.hybrid, [(-s, r) for s, r in ok[: self.want]])
 
     def _ok(self, r: Record) -> bool:
         return under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
@@ -168,28 +164,26 @@ def plain_hybrid(
     texts: dict[ItemKey, list[str]],
 ) -> list[Record]:
     """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
-    their first candidates and of the candidates BM25 (over these records) ranks first for the
-    query's words (ties by namespace and key)."""
-    want = hybrid.candidates(op.offset, op.limit)
+    the page's nearest and of the candidates BM25 (over these records) ranks first for the query's
+    rare words (``HybridSpec.rare`` over these records; ties by namespace and key)."""
     docs = [texts.get(_key(r), []) for r in records]
-    terms = query_terms(op.query)
-    if len(docs) >= COMMON_TERM_ITEMS:  # leave out words that many of these items hold
-        wanted = set(terms)
-        held = Counter(w for d in docs for w in wanted.intersection(d))
-        terms = [w for w in terms if held[w] < COMMON_TERM_ITEMS]
+    wanted = query_terms(op.query)
+    held = Counter(w for d in docs for w in set(wanted).intersection(d))
+    page = op.offset + op.limit
+    terms = hybrid.rare({w: held[w] for w in wanted if held[w]}, len(docs), page)
     lexical: list[Record] = []
     if terms:
         scores = bm25(terms, docs)
         hits = sorted((-s, _key(r), i) for i, (s, r) in enumerate(zip(scores, records)) if s > 0)
-        lexical = _floored([(-s, records[i]) for s, _, i in hits[:want]])
-    return fused(hybrid, records[:want], lexical)
+        want = hybrid.candidates(op.offset, op.limit)
+        lexical = _floored(hybrid, [(-s, records[i]) for s, _, i in hits[:want]])
+    return fused(hybrid, records[:page], lexical)
 
 
-def _floored(ranked: list[tuple[float, Record]]) -> list[Record]:
+def _floored(hybrid: HybridSpec, ranked: list[tuple[float, Record]]) -> list[Record]:
     """The records of a lexical ranking (``(score, record)``, best first) scoring at least
-    :data:`LEXICAL_FLOOR` of the best."""
-    best = ranked[0][0] if ranked else 0.0
-    return [r for s, r in ranked if s >= LEXICAL_FLOOR * best]
+    ``hybrid.floor`` of the best."""
+    return [r for _, r in ranked[: hybrid.floored([s for s, _ in ranked])]]
 
 
 def fused(hybrid: HybridSpec, vector: Sequence[Record], lexical: Sequence[Record]) -> list[Record]:

@@ -112,10 +112,11 @@ def plan(
     for i, s, window, lex in searchers:
         n = 1 + (len(lex.calls()) if lex else 0)  # a hybrid search's lexical query follows
         page = yield from s.run(replies[at], window)
+        short = len(page) < s.op.limit  # the scored items ran out
         if lex is not None:
             page = yield from lex.page(page, replies[at + 1 : at + n])
         op = lex.op if lex else s.op  # a hybrid search's vector side ran a wider op
-        if s.qvec is not None and len(page) < op.limit:  # then items without vectors
+        if s.qvec is not None and short and len(page) < op.limit:  # then items without vectors
             page += yield from unscored_tail(s, page, op)
         at += n
         found.append((i, op, page))

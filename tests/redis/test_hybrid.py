@@ -20,7 +20,6 @@ from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
-from langmem_adapters.redis.lexical import COMMON_TERM_ITEMS, LEXICAL_FLOOR
 from tests import servers
 from tests.conftest import AsyncStoreFactory, StoreFactory
 
@@ -108,11 +107,17 @@ def _lexical_ranking(
 ) -> list[str]:
     """The lexical ranking computed without the store's search: the server's own BM25STD query on
     the items index (Query Engine), or ``core.bm25`` over the notes' words (plain); the items
-    scoring at least ``LEXICAL_FLOOR`` of the best."""
+    scoring at least ``HybridSpec().floor`` of the best."""
     terms = list(dict.fromkeys(words(query)))
     if backend == "redis-plain":
         scores = bm25(terms, [words(t) for t in texts.values()])
         return _floor(sorted((-s, k) for s, k in zip(scores, texts) if s > 0))
+    return _floor(_server_ranking(store, terms))
+
+
+def _server_ranking(store: BaseStore, terms: list[str]) -> list[tuple[float, str]]:
+    """``(-score, key)`` of every item the server's own BM25STD query of the words alone (no
+    namespace clause) matches, best first (Query Engine)."""
     assert isinstance(store, RedisStore)
     client = redis.Redis.from_url(servers.redis_url(modules=True), protocol=2)
     reply = client.execute_command(
@@ -131,33 +136,52 @@ def _lexical_ranking(
     )
     client.close()
     ranked = sorted((-float(score), doc.decode()) for doc, score in zip(reply[1::2], reply[2::2]))
-    return _floor([(s, doc.rsplit(":", 1)[1]) for s, doc in ranked])
+    return [(s, doc.rsplit(":", 1)[1]) for s, doc in ranked]
 
 
 def _floor(ranked: list[tuple[float, str]]) -> list[str]:
-    """Keys of a ranking of ``(-score, key)`` scoring at least ``LEXICAL_FLOOR`` of the best."""
-    return [k for s, k in ranked if s <= LEXICAL_FLOOR * ranked[0][0]]
+    """Keys of a ranking of ``(-score, key)`` scoring at least ``HybridSpec().floor`` of the
+    best."""
+    return [k for s, k in ranked if s <= HybridSpec().floor * ranked[0][0]]
 
 
 @pytest.mark.parametrize("backend", MODES)
 def test_fused_order_is_fuse_of_both_sides(backend: str, make_store: StoreFactory) -> None:
     texts = _corpus()
-    hybrid, vector_only = make_store(index=_index()), make_store(index={**_index(), "hybrid": None})
+    # every word counts as rare (a test of the fusion, not of the rule)
+    hybrid = make_store(index=_index(rare_share=1.0))
+    vector_only = make_store(index={**_index(), "hybrid": None})
     for store in (hybrid, vector_only):
         for key, text in texts.items():
             store.put(("c",), key, {"text": text})
     query = "alpha beta"
-    spec = HybridSpec()
+    spec = HybridSpec(rare_share=1.0)
     for offset, limit in ((0, 10), (3, 5), (0, 40)):
         n = spec.candidates(offset, limit)
-        # prefix (): the server's lexical query is the text clause alone, as computed here
-        vector = _keys(vector_only.search((), query=query, limit=n))
+        # prefix (): the server's lexical query is the text clause alone, as computed here;
+        # the vector side ranks the page's nearest, as a vector-only search
+        vector = _keys(vector_only.search((), query=query, limit=offset + limit))
         lexical = _lexical_ranking(backend, hybrid, query, texts)[:n]
         assert lexical and lexical != vector[: len(lexical)]  # the sides rank differently
         expected = fuse(vector, lexical, spec)[offset : offset + limit]
         got = hybrid.search((), query=query, offset=offset, limit=limit)
         assert _keys(got) == [k for k, _ in expected]
         assert [r.score for r in got] == pytest.approx([s for _, s in expected])
+
+
+@pytest.mark.parametrize("backend", ["redis-qe"])
+def test_namespace_clause_does_not_reorder_the_lexical_ranking(make_store: StoreFactory) -> None:
+    """Query Engine: the lexical ranking within a namespace is the text's own BM25STD order of the
+    namespace's items (the namespace and filter clauses select, they do not score: BM25STD scores a
+    whole query, and a tag clause, weighted by each item's length, reordered the hits)."""
+    texts = _corpus()
+    store = make_store(index=_index(vector_weight=0, rare_share=1.0))
+    for key, text in texts.items():
+        store.put(("c", "a" if int(key[1:]) % 2 else "b"), key, {"text": text})
+    ranked = _server_ranking(store, ["alpha", "beta"])
+    expected = _floor([(s, k) for s, k in ranked if int(k[1:]) % 2])
+    got = _keys(store.search(("c", "a"), query="alpha beta", limit=40))
+    assert len(got) > 3 and got == expected
 
 
 @pytest.mark.parametrize("backend", MODES)
@@ -298,17 +322,21 @@ def test_hybrid_on_a_cluster() -> None:
 
 @pytest.mark.parametrize("backend", MODES)
 def test_common_words_are_left_out(make_store: StoreFactory) -> None:
-    """A query word that COMMON_TERM_ITEMS items or more hold ranks nothing lexically (alone, the
-    lexical side is empty); the rare words of the same query still do."""
-    store = make_store(index=_index(vector_weight=0))  # the page is the lexical ranking alone
+    """A query word held by more than ``max(page, rare_share x N)`` of the N items ranks nothing
+    lexically (alone, the lexical side is empty); a word at the bound, and the rare words of the
+    same query, still do."""
+    store = make_store(index=_index(vector_weight=0, rare_share=0.25))  # lexical ranking alone
     ops = [
         PutOp(("c",), f"k{i}", {"text": f"shared {'note' if i < 150 else 'memo'} {i}"})
-        for i in range(COMMON_TERM_ITEMS)
+        for i in range(200)
     ]
-    store.batch([*ops, PutOp(("c",), "rare", {"text": "shared 48213"})])
-    assert _keys(store.search(("c",), query="shared", limit=300)) == []
-    assert _keys(store.search(("c",), query="shared 48213", limit=300)) == ["rare"]
-    assert len(store.search(("c",), query="note", limit=300)) == 150  # fewer: not common
+    store.batch([*ops, PutOp(("c",), "rare", {"text": "shared 48213"})])  # 201 items: bound 50
+    assert _keys(store.search(("c",), query="shared", limit=50)) == []
+    assert _keys(store.search(("c",), query="note", limit=50)) == []  # 150 > 50
+    assert _keys(store.search(("c",), query="shared 48213", limit=50)) == ["rare"]
+    assert len(store.search(("c",), query="memo", limit=50)) == 50  # at the bound: rare
+    # a page of 150 asks for as many texts as hold "note": alone, it cannot flood the page
+    assert len(store.search(("c",), query="note", limit=150)) == 150
 
 
 def test_one_round_with_words_not_counted_yet(qe_client: redis.Redis) -> None:

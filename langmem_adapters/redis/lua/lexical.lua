@@ -1,23 +1,31 @@
 -- The lexical side of a hybrid search (Query Engine). ARGV: the items index, the namespace and
--- filter clauses (text, may be empty), the window, the common-word bound, k, u, then k words known
--- to be rarer than the bound and u words not counted lately. Each of the u words is counted first
--- (FT.SEARCH ... LIMIT 0 0) and kept only below the bound; the kept words, OR-ed and passed as query
--- parameters (never spliced into the query), are searched by BM25STD; then the meta and created_at
--- of the hits are read here. Returns one JSON text [hits, [[meta, created, score], ...], [counts of
--- the u words]]. A hit whose key expired reads as nil and is left out; hits still counts it, so the
--- caller can tell a short window from an exhausted result.
-local index, head, window, bound = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local k, u = tonumber(ARGV[5]), tonumber(ARGV[6])
+-- filter clauses (text, may be empty), the window, the rare share, the index's size (-1: count it
+-- here), the page's end, k, u, then k words known to be rare and u words not counted lately. Each of
+-- the u words is counted first (FT.SEARCH ... LIMIT 0 0) and kept when at most max(1, page,
+-- floor(share x size)) items hold it (HybridSpec.rare_bound); the kept words, OR-ed and passed as query parameters (never
+-- spliced into the query), are searched by BM25STD, the clauses selecting only (the words alone score);
+-- then the meta and created_at of the hits are read here. Returns one JSON text [hits, [[meta,
+-- created, score], ...], [counts of the u words], size]. A hit whose key expired reads as nil and is
+-- left out; hits still counts it, so the caller can tell a short window from an exhausted result.
+local index, head, window, share = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local size, page = tonumber(ARGV[5]), tonumber(ARGV[6])
+local k, u = tonumber(ARGV[7]), tonumber(ARGV[8])
+if size < 0 then size = redis.call('FT.SEARCH', index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
+local bound = math.max(1, page, math.floor(share * size))
 local kept, counts = {}, {}
-for i = 1, k do kept[#kept + 1] = ARGV[6 + i] end
+for i = 1, k do kept[#kept + 1] = ARGV[8 + i] end
 for i = k + 1, k + u do
-  local word = ARGV[6 + i]
+  local word = ARGV[8 + i]
   local n = redis.call('FT.SEARCH', index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
   counts[#counts + 1] = n
-  if n < bound then kept[#kept + 1] = word end
+  if n > 0 and n <= bound then kept[#kept + 1] = word end
 end
 local counted = '[' .. table.concat(counts, ',') .. ']'
-if #kept == 0 then return '[0,[],' .. counted .. ']' end
+local tail = ',' .. counted .. ',' .. size .. ']'
+if #kept == 0 then return '[0,[]' .. tail end
+-- the clauses doubly negated: they still select, but score nothing (BM25STD scores every term of a
+-- query, a tag clause too, by each item's length, which reordered the hits; $weight 0 is ignored)
+if head ~= '' then head = '-(-(' .. head .. ')) ' end
 local names, params = {}, {}
 for i, word in ipairs(kept) do
   names[i] = '$t' .. i
@@ -36,4 +44,4 @@ for i = 2, #r, 2 do
   local v = redis.call('HMGET', r[i], 'm', 'c')
   if v[1] then rows[#rows + 1] = '[' .. v[1] .. ',' .. v[2] .. ',' .. r[i + 1] .. ']' end
 end
-return '[' .. r[1] .. ',[' .. table.concat(rows, ',') .. '],' .. counted .. ']'
+return '[' .. r[1] .. ',[' .. table.concat(rows, ',') .. ']' .. tail
