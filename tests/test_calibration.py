@@ -361,3 +361,25 @@ def test_a_doubled_index_is_measured_again_a_steady_one_is_not() -> None:
     finally:
         conn.close()
         _drop_pg(store)
+
+
+def test_prefixes_cheaper_to_scan_than_to_filter_are_scanned() -> None:
+    """The exact-scan size follows the measured costs: a prefix holding a share f of the index is
+    scanned while f <= sqrt(ann_ms / exact_ms), never below ``exact_below``; an explicit
+    ``exact_below``, no measurement yet, or an exact-mode measurement leave ``exact_below`` alone."""
+    from langmem_adapters.core.calibration import Measurement
+
+    cal = Calibrator(0.95, 1000)
+    assert cal.exact_up_to(1000, explicit=False) == 1000  # nothing measured yet
+
+    def measured(mode: str, ann_ms: float, exact_ms: float) -> Measurement:
+        return Measurement(100_000, 40, mode, 0.97, exact_ms, ann_ms, 40, 40, 1.0, 0.0)  # type: ignore[arg-type]
+
+    cal.measurement = measured("ann", ann_ms=2.5, exact_ms=250.0)
+    assert cal.exact_up_to(1000, explicit=False) == 10_000  # sqrt(0.01) of 100k
+    assert cal.exact_up_to(50_000, explicit=False) == 50_000
+    assert cal.exact_up_to(1000, explicit=True) == 1000
+    cal.measurement = measured("ann", ann_ms=0.01, exact_ms=250.0)
+    assert cal.exact_up_to(1000, explicit=False) == 1000
+    cal.measurement = measured("exact", ann_ms=300.0, exact_ms=250.0)
+    assert cal.exact_up_to(1000, explicit=False) == 1000

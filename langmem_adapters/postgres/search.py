@@ -118,7 +118,8 @@ def search_sizes(
 ) -> Steps[tuple[int, set[str], set[str]]]:
     """HNSW search breadth (explicit ``ef_search``, else the calibrated one, else by the table's
     size); the namespace prefixes of this batch's vector searches to scan exactly (holding at most
-    ``exact_below`` vectors, or all when calibration chose exact search: narrow), and those that
+    ``exact_below`` vectors, or as many as calibration found a scan cheaper for, or all when it chose
+    exact search: narrow), and those that
     hold at least half of the table (broad); counts capped at the schedule's last step, each
     re-read once a minute. ``queries`` (the batch's query vectors) go to the calibrator."""
     vt = t.vectors(spec)
@@ -153,6 +154,8 @@ def search_sizes(
     ef = ef or search_breadth(total, EF_SEARCH)
     sizes = {p: stats.prefix(p).count or 0 for p in prefixes}
     exact = calibrator is not None and calibrator.exact and not spec.ann.get("ef_search")
+    if calibrator is not None:
+        exact_below = calibrator.exact_up_to(exact_below, "exact_below" in spec.ann)
     narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
     # A count at the cap says only "large": broad only when the whole table was counted too.
     broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}

@@ -241,7 +241,8 @@ def knn_settings(
     """HNSW search breadth (explicit ``ef_search``/``ef_runtime``, else the calibrated one, else by
     the index's size); the namespace prefixes (tokens) of this batch's KNN searches that hold at
     least half of the index; and those to scan exactly (``""``: the whole index): holding at most
-    ``exact_below`` documents, or all when calibration chose exact search (sizes re-read at most
+    ``exact_below`` documents (or as many as calibration found a scan cheaper for), or all when
+    calibration chose exact search (sizes re-read at most
     once a minute). ``queries`` (the batch's query vectors) go to the calibrator."""
     tokens = {
         path_token("n", tuple(op.namespace_prefix))
@@ -269,6 +270,8 @@ def knn_settings(
         ef = calibrator.breadth(search_breadth(total, EF_RUNTIME))
     ef = ef or search_breadth(total, EF_RUNTIME)
     below = int(spec.ann.get("exact_below", EXACT_BELOW))
+    if calibrator is not None:
+        below = calibrator.exact_up_to(below, "exact_below" in spec.ann)
     everything = not explicit and calibrator is not None and calibrator.exact
     sizes = {t: stats.prefix(t).count or 0 for t in tokens} | {"": total}
     exact = {t for t, n in sizes.items() if n <= below or everything}
