@@ -54,8 +54,10 @@ K = 10
 QUERIES, SPOT = 40, 10
 #: Recent query vectors kept in memory (the newest ``QUERIES`` are measured with).
 RECENT = 256
-#: A breadth must measure this much above the target (40 queries x 10 results: a spread of ~0.01).
-MARGIN = 0.01
+#: A breadth must measure this much above the target: 40 queries' recall@10 spreads by about 0.01
+#: (one standard deviation) from the recall of all queries, and a margin of one (0.01) left held-out
+#: queries at 0.946 where the store read 0.96 (Redis, 100k normal vectors): two keep it above.
+MARGIN = 0.02
 #: A spot check below ``target - DRIFT`` measures again.
 DRIFT = 0.02
 #: Searches between spot checks, and the least time between two background checks.
