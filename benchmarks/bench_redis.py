@@ -94,11 +94,11 @@ def open_stores(
             )
         )
         official.setup()
-        _settle(url)
+        settle(url)
         yield {"ours": ours, "official": official}
 
 
-def _settle(url: str, timeout: float = 60.0) -> None:
+def settle(url: str, timeout: float = 60.0) -> None:
     """Wait for the server's index scans to finish. ``FT.CREATE`` without ``SKIPINITIALSCAN`` scans
     the whole keyspace in a background thread, which the workloads would otherwise compete with."""
     client = redis.Redis.from_url(url, decode_responses=True)

@@ -141,7 +141,7 @@ def settle(backend: str, where: str) -> None:
     if backend == "postgres":
         bench.analyze(bench.schema_dsn(where, bench.SCHEMA))
     else:
-        bench_redis._settle(where)
+        bench_redis.settle(where)
 
 
 # --------------------------------------------------------------------------- bare limits
