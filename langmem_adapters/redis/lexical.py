@@ -120,7 +120,8 @@ class Lexical:
         return Call((*args, len(self.uncounted), *rare, *self.uncounted), script="lexical")
 
     def calls(self) -> list[Call]:
-        """What the lexical side sends in the search's round: its query, none without words."""
+        """What the lexical side sends in the search's round: its query, none without words. Built
+        once per round: :meth:`run` reads the replies against the words this call sent."""
         call = self.call(self.want)
         return [] if call is None else [call]
 

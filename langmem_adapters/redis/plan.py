@@ -70,7 +70,7 @@ def plan(
     need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
     if need_registry:
         calls.append(Call(("ZRANGE", keys.registry, f"({now_ms}", "+inf", "BYSCORE")))
-    searchers: list[tuple[int, Searcher, int, Lexical | None]] = []
+    searchers: list[tuple[int, Searcher, int, Lexical | None, int]] = []
     if mode == "query_engine":
         for i, op, conds in batch.searches:
             if op.limit == 0:
@@ -82,8 +82,11 @@ def plan(
             # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
             # more often, and a longer KNN window costs the server next to nothing.
             window = max(2 * s.need, 20) if s.qvec is not None else max(s.need + 1, 10)
-            searchers.append((i, s, window, lex))
-            calls += [s.call(window), *(lex.calls() if lex else ())]
+            # built once: a later build would read word counts an earlier search of the batch
+            # has updated, and disagree with what was sent
+            sent = lex.calls() if lex else []
+            searchers.append((i, s, window, lex, 1 + len(sent)))
+            calls += [s.call(window), *sent]
     replies = (yield Round(calls)) if calls else []
 
     touch: dict[tuple[str, str], float] = {}
@@ -109,8 +112,7 @@ def plan(
         results[i] = _list_result(list_op, listed)
     found: list[tuple[int, SearchOp, list[Record]]] = []
     at = pos + need_registry
-    for i, s, window, lex in searchers:
-        n = 1 + (len(lex.calls()) if lex else 0)  # a hybrid search's lexical query follows
+    for i, s, window, lex, n in searchers:  # n: its replies (a hybrid one's lexical query follows)
         page = yield from s.run(replies[at], window)
         short = len(page) < s.op.limit  # the scored items ran out
         if lex is not None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import redis
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, PutOp, SearchOp
 from redis.cluster import ClusterNode, RedisCluster
 
 from langmem_adapters.core.bm25 import bm25
@@ -358,3 +358,54 @@ def test_one_round_with_words_not_counted_yet(qe_client: redis.Redis) -> None:
     assert "target" in _keys(found)
     assert len(rounds) == 1 and [c.script for c in rounds[0].calls] == ["search", "lexical"]
     assert store._stats.term(IDENTIFIER.lower()).count == 1  # counted, remembered for a minute
+
+
+def _batch_data() -> tuple[list[PutOp], list[SearchOp]]:
+    """Three namespaces of 30 notes sharing common words, each with one rare identifier; searches
+    of a common word and of an identifier (uncounted words) to run in one batch."""
+    puts = [
+        PutOp((u,), f"k{i}", {"text": f"alpha common note {u} {i}"})
+        for u in "abc"
+        for i in range(30)
+    ]
+    puts += [PutOp((u,), "rare", {"text": f"only {u} zzqq{u}"}) for u in "abc"]
+    searches = [
+        SearchOp(("a",), None, 5, 0, "alpha"),
+        SearchOp(("b",), None, 5, 0, "alpha zzqqb"),
+        SearchOp(("c",), None, 5, 0, "zzqqc"),
+    ]
+    return puts, searches
+
+
+def _pages(results: list[Any]) -> list[list[tuple[str, float | None]]]:
+    return [[(r.key, r.score) for r in page] for page in results]
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_several_hybrid_searches_in_one_batch(backend: str, make_store: StoreFactory) -> None:
+    """Searches of one batch each read their own replies, and the word counts cached are those
+    of the words each sent: the batch equals the same searches one by one."""
+    store = make_store(index=_index())
+    puts, searches = _batch_data()
+    store.batch(puts)
+    batched = _pages(store.batch(searches))  # the first: sizes and words not counted yet
+    assert _pages([store.batch([op])[0] for op in searches]) == batched
+    assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
+    if backend == "redis-qe":
+        counts = {w: store._stats.term(w).count for w in ("alpha", "zzqqb", "zzqqc")}  # type: ignore[attr-defined]
+        assert counts == {"alpha": 90, "zzqqb": 1, "zzqqc": 1}
+
+
+@pytest.mark.parametrize("backend", MODES)
+async def test_several_hybrid_searches_in_one_batch_async(
+    backend: str, make_astore: AsyncStoreFactory
+) -> None:
+    store = await make_astore(index=_index())
+    puts, searches = _batch_data()
+    await store.abatch(puts)
+    batched = _pages(await store.abatch(searches))
+    assert _pages([(await store.abatch([op]))[0] for op in searches]) == batched
+    assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
+    if backend == "redis-qe":
+        counts = {w: store._stats.term(w).count for w in ("alpha", "zzqqb", "zzqqc")}  # type: ignore[attr-defined]
+        assert counts == {"alpha": 90, "zzqqb": 1, "zzqqc": 1}
