@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 import redis
+import redis.asyncio as aredis
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
@@ -25,7 +26,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.connection import BACKGROUND
-from langmem_adapters.redis import RedisStore
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
 from tests.conftest import hash_index
 
@@ -383,3 +384,71 @@ def test_prefixes_cheaper_to_scan_than_to_filter_are_scanned() -> None:
     assert cal.exact_up_to(1000, explicit=False) == 1000
     cal.measurement = measured("exact", ann_ms=300.0, exact_ms=250.0)
     assert cal.exact_up_to(1000, explicit=False) == 1000
+
+
+def test_concurrent_searches_start_one_check() -> None:
+    """Searches in many threads at once start one background check: the test of ``running`` and its
+    setting are one step, however slow the test of whether a check is due."""
+    woken: list[int] = []
+
+    class SlowDue(Calibrator):
+        def _due(self, count: int, now: float) -> bool:
+            time.sleep(0.02)  # widens the window between testing and setting the flag
+            return super()._due(count, now)
+
+    cal = SlowDue(0.95, 1000, lambda: woken.append(1))
+    start = threading.Barrier(8)
+
+    def search(i: int) -> None:
+        start.wait()
+        cal.observe([[float(100 * i + j)] for j in range(40)], 5000)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(search, range(8)))
+    assert woken == [1] and cal.running
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis-qe"])
+def test_forced_calibration_leaves_a_background_check_marked(make_store: Any) -> None:
+    """``calibrate()`` while a background check runs leaves that check marked running, so the
+    searches meanwhile start no second one; the background check's end clears it."""
+    store = make_store(index=hash_index())
+    store.batch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
+    cal = store._calibrator()
+    cal.running = True  # as observe() marks the background check it starts
+    stats = store.calibrate()
+    assert stats is not None and stats.source == "calibrated" and cal.running
+    store._calibrate_now(False)  # the background check itself
+    assert not cal.running
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis-qe"])
+async def test_forced_calibration_leaves_a_background_check_marked_async(make_astore: Any) -> None:
+    store = await make_astore(index=hash_index())
+    await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
+    cal = store._calibrator()
+    cal.running = True
+    stats = await store.acalibrate()
+    assert stats is not None and stats.source == "calibrated" and cal.running
+
+
+async def test_closing_an_async_store_ends_its_background_check() -> None:
+    """A background check woken by searches is cancelled and awaited when the store closes: no
+    task is left pending on the loop."""
+    client = aredis.Redis.from_url(servers.redis_url(modules=True))
+    store = AsyncRedisStore(
+        client,
+        index=hash_index(ann_index_config={"exact_below": 10}),  # type: ignore[arg-type]
+        prefix=f"cal{uuid.uuid4().hex[:8]}",
+    )
+    try:
+        await store.setup()
+        await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
+        for i in range(40):  # the 40th distinct query wakes a check
+            await store.asearch(("a",), query=f"query {i}", limit=3)
+        task = store._calibration_task
+        assert task is not None and not task.done()
+        await store.aclose()
+        assert task.done() and store._calibration_task is None
+    finally:
+        await client.aclose()

@@ -32,9 +32,10 @@ Plan = Generator[Any, Any, Any]
 
 
 @contextmanager
-def _recorded(calibrator: Calibrator) -> Iterator[None]:
-    """Around one check: its failure kept as ``last_error`` (cleared by a success); never left
-    marked running."""
+def _recorded(calibrator: Calibrator, background: bool) -> Iterator[None]:
+    """Around one check: its failure kept as ``last_error`` (cleared by a success); a
+    ``background`` check (the one :meth:`Calibrator.observe` marked running) is never left marked
+    running. A forced check leaves the mark alone: it belongs to a background check in flight."""
     try:
         yield
         calibrator.last_error = None
@@ -42,7 +43,8 @@ def _recorded(calibrator: Calibrator) -> Iterator[None]:
         calibrator.last_error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        calibrator.running = False
+        if background:
+            calibrator.running = False
 
 
 class _Calibrated:
@@ -113,7 +115,7 @@ class SyncCalibration(_Calibrated):
         calibrator, probe = self._calibrator(), self._probe()
         if calibrator is None or probe is None:
             return None
-        with _recorded(calibrator), self._calibration_session() as execute:
+        with _recorded(calibrator, not force), self._calibration_session() as execute:
             return drive(calibrator.check(probe, force), execute)
 
     def _wake_calibration(self) -> None:
@@ -168,7 +170,7 @@ class AsyncCalibration(_Calibrated):
         calibrator, probe = self._calibrator(), self._probe()
         if calibrator is None or probe is None:
             return None
-        with _recorded(calibrator):
+        with _recorded(calibrator, not force):
             async with self._calibration_session() as execute:
                 return await adrive(calibrator.check(probe, force), execute)
 
@@ -198,6 +200,14 @@ class AsyncCalibration(_Calibrated):
             start()
         else:
             loop.call_soon_threadsafe(start)
+
+    async def _stop_calibration(self) -> None:
+        """Cancel a background check in flight and wait until it ended (its own connection closed
+        with it): a closing store leaves no task pending on its loop."""
+        task, self._calibration_task = self._calibration_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task])  # a cancellation of the caller still propagates
 
     async def acalibrate(self) -> VectorSearchStats | None:
         """Measure recall now and set the search breadth or mode; returns :meth:`avector_stats`."""

@@ -189,7 +189,6 @@ class Calibrator:
         self.recent: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()  # searches add to ``recent`` while a check reads it
         self.measurement: Measurement | None = None
-        self.size = 0
         self.searches = 0
         self.last_error: str | None = None
         self._checked_searches = 0
@@ -199,7 +198,8 @@ class Calibrator:
 
     def observe(self, queries: Sequence[Any], count: int) -> None:
         """Note a batch's query vectors and the index size it saw; wake the background when a check
-        is due (never measured, the index doubled or halved, or time for a spot check)."""
+        is due (never measured, the index doubled or halved, or time for a spot check). The test
+        and the setting of ``running`` hold the lock: concurrent searches start one check."""
         with self._lock:
             for q in queries:
                 key = q if isinstance(q, Hashable) else tuple(q)
@@ -207,16 +207,17 @@ class Calibrator:
                 self.recent.move_to_end(key)
                 if len(self.recent) > RECENT:
                     self.recent.popitem(last=False)
-        self.searches += len(queries)
-        if self._first_seen is None:
-            self._first_seen = time.monotonic()
-        if self.target is None or self.wake is None or self.running:
-            return
-        if count <= self.min_size and self.measurement is None:
-            return
-        if self._due(count, time.monotonic()):
+            self.searches += len(queries)
+            if self._first_seen is None:
+                self._first_seen = time.monotonic()
+            if self.target is None or self.wake is None or self.running:
+                return
+            if count <= self.min_size and self.measurement is None:
+                return
+            if not self._due(count, time.monotonic()):
+                return
             self.running = True
-            self.wake()
+        self.wake()
 
     def _stale(self, count: int) -> bool:
         """Whether the breadth must be measured (again): never measured, the index doubled or
@@ -268,7 +269,6 @@ class Calibrator:
         queries and measure when recall drifted. Returns the measurement in force."""
         self._checked_at, self._checked_searches = time.monotonic(), self.searches
         count = int((yield from probe.count()))
-        self.size = count
         m = self.measurement
         if self.target is None or (count <= self.min_size and not force):
             return m
@@ -374,7 +374,7 @@ class Calibrator:
 
 
 def _ladder(top: int) -> list[int]:
-    """The breadths tried, from ``K`` up, growing by about 1.5x, ending at ``top``."""
+    """The breadths tried, from 16 up, growing by about 1.5x, ending at ``top``."""
     out, b = [], 16
     while b < top:
         out.append(b)

@@ -463,3 +463,9 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         """Stop the sweeper task; True when it has stopped."""
         sweeper, self._sweeper = self._sweeper, None
         return await sweeper.stop(timeout) if sweeper else True
+
+    async def _stop_background(self) -> None:
+        """Stop the store's background work (the sweeper, a calibration check in flight), as its
+        close does: none outlives the store."""
+        await self.stop_ttl_sweeper()
+        await self._stop_calibration()

@@ -434,8 +434,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         return self._sessions
 
     async def aclose(self) -> None:
-        """Stop the sweeper and close the client if the store made it from a URL."""
-        await self.stop_ttl_sweeper()
+        """Stop the background work (sweeper, calibration); close the client if made from a URL."""
+        await self._stop_background()
         if self._owns_client:
             await self.client.aclose()
 
