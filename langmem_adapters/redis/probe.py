@@ -15,25 +15,24 @@ from langmem_adapters.core.calibration import Hit
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import ADHOC, EF_RUNTIME, EVERY, EXACT_BELOW
+from langmem_adapters.redis.search import ADHOC, EF_RUNTIME, EVERY, EXACT_BELOW, total_results
 
 __all__ = ["RedisCalibration", "RedisProbe"]
 
 Steps = Any
 
 
-def _rows(reply: Any) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
-    """``total`` and ``(id, fields)`` rows of an FT.SEARCH reply (a map under RESP3, a list under
-    RESP2; fields only as ``RETURN`` asked)."""
+def _rows(reply: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(id, fields)`` rows of an FT.SEARCH reply (a map under RESP3, a list under RESP2;
+    fields only as ``RETURN`` asked)."""
     if isinstance(reply, Mapping):
         results = reply.get("results", reply.get(b"results", []))
-        total = reply.get("total_results", reply.get(b"total_results", 0))
         out = []
         for r in results:
             attrs = r.get("extra_attributes", r.get(b"extra_attributes", {})) or {}
             out.append((text(r.get("id", r.get(b"id"))), {text(k): v for k, v in attrs.items()}))
-        return int(total), out
-    total, rest = int(reply[0]), list(reply[1:])
+        return out
+    rest = list(reply[1:])
     rows: list[tuple[str, dict[str, Any]]] = []
     i = 0
     while i < len(rest):
@@ -45,7 +44,7 @@ def _rows(reply: Any) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
             i += 1
         rows.append((doc, fields))
         i += 1
-    return total, rows
+    return rows
 
 
 class RedisProbe:
@@ -62,7 +61,7 @@ class RedisProbe:
     def count(self) -> Steps:
         """The number of documents (items with vectors) in the index."""
         (reply,) = yield Round([Call(("FT.SEARCH", self.index, "*", "LIMIT", 0, 0, "DIALECT", 2))])
-        return _rows(reply)[0]
+        return total_results(reply)
 
     def sample(self, n: int) -> Steps:
         """Up to ``n`` stored vectors (each document's first) at random positions of the index."""
@@ -74,7 +73,7 @@ class RedisProbe:
             Call(("FT.SEARCH", self.index, "*", "NOCONTENT", "LIMIT", o, 1, "DIALECT", 2))
             for o in offsets
         ]
-        docs = [doc for reply in (yield Round(calls)) for doc, _ in _rows(reply)[1]]
+        docs = [doc for reply in (yield Round(calls)) for doc, _ in _rows(reply)]
         if not docs:
             return []
         replies = yield Round([Call(("JSON.GET", doc, "$.e[0]")) for doc in docs])
@@ -118,7 +117,7 @@ class RedisProbe:
         replies = yield Round(calls)
         out: list[list[Hit]] = []
         for reply in replies:
-            out.append([(doc, float(text(f["d"]))) for doc, f in _rows(reply)[1]])
+            out.append([(doc, float(text(f["d"]))) for doc, f in _rows(reply)])
         return out
 
     def exact(self, queries: Sequence[list[float]], k: int) -> Steps:

@@ -19,7 +19,14 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import path_token, pushdown
 
-__all__ = ["EF_RUNTIME", "EXACT_BELOW", "Searcher", "knn_settings", "unscored_tail"]
+__all__ = [
+    "EF_RUNTIME",
+    "EXACT_BELOW",
+    "Searcher",
+    "knn_settings",
+    "total_results",
+    "unscored_tail",
+]
 
 # HNSW search breadth by index size, for recall@10 >= 0.95 against exact search with the default
 # build (M=16, EF_CONSTRUCTION=64) on hard, weakly clustered data, with margin for the spread between
@@ -217,7 +224,7 @@ def unscored_tail(
     return [r for r in rows if (r.namespace, r.key) not in scored][skip : skip + room]
 
 
-def _total(reply: Any) -> int:
+def total_results(reply: Any) -> int:
     """``total_results`` of an FT.SEARCH reply (a map under RESP3, a list under RESP2)."""
     if isinstance(reply, dict):
         return int(reply.get("total_results") or reply.get(b"total_results") or 0)
@@ -260,7 +267,7 @@ def knn_settings(
         if len(replies) > len(stale):
             stats.index.update(_num_docs(replies[0]))
         for t, reply in zip(stale, replies[len(replies) - len(stale) :]):
-            stats.prefix(t).update(_total(reply))
+            stats.prefix(t).update(total_results(reply))
     total = stats.index.count or 0
     calibrator = stats.calibration
     explicit = explicit_breadth(spec)
