@@ -57,7 +57,13 @@ from langmem_adapters.memory.facts import (
 )
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.memory.matching import lexical_score, matches_filter
-from langmem_adapters.memory.ranking import check_diversity, check_min_score, mmr
+from langmem_adapters.memory.ranking import (
+    check_diversity,
+    check_min_score,
+    hybrid_of,
+    mmr,
+    relevance,
+)
 from langmem_adapters.memory.records import Attribution
 from langmem_adapters.memory.tier import MemoryTier, search_all, search_ranked
 from langmem_adapters.memory.times import from_ms, to_ms
@@ -287,6 +293,12 @@ class SemanticMemory(MemoryTier):
         if not ranked_by_store:
             found = [replace(f, score=lexical_score(query, f.text)) for f in found]
             found.sort(key=lambda f: (f.score or 0.0, f.valid_from), reverse=True)
+        elif (hybrid := hybrid_of(self.store)) is not None:
+            # A fused score on the 0..1 scale min_score (and the manager's dedupe) are given in.
+            found = [
+                f if f.score is None else replace(f, score=relevance(f.score, hybrid))
+                for f in found
+            ]
         found = found[:pool]
         if floor is not None:
             found = [f for f in found if f.score is not None and f.score >= floor]

@@ -131,7 +131,7 @@ def vector_rows(spec: IndexSpec, vop: SearchOp) -> int:
     return max(20, 2 * (vop.offset + vop.limit) * len(spec.fields))
 
 
-def needed(op: SearchOp, vop: SearchOp) -> int:
+def needed(vop: SearchOp) -> int:
     """How many items the vector side's pool must hold before a search answers exactly instead:
     the page, for a vector search and for a hybrid one's vector side (``vop``) alike."""
     return vop.offset + vop.limit

@@ -105,7 +105,8 @@ def plan(
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
             if spec.hybrid is not None:  # the lexical side, in the same round
-                statements += lexical_search(t, spec, spec.hybrid, op, conds, vop.limit)
+                candidates = spec.hybrid.candidates(op.offset, op.limit)
+                statements += lexical_search(t, spec, spec.hybrid, op, conds, candidates)
                 lexical[i] = len(statements) - 1
     lists = []
     for i, list_op in batch.lists:
@@ -138,7 +139,7 @@ def plan(
             vop = vector_op(spec, op)
             if n is not None:
                 pooled = pool_candidates(got)
-                if len(pooled) < needed(op, vop):
+                if len(pooled) < needed(vop):
                     # The ANN window (or the iterative scan's budget) ran short for this filter or
                     # page: answer exactly, so a page is never short while more matches exist.
                     (got,) = yield Round(
@@ -151,14 +152,19 @@ def plan(
             page = [search_item_of(r, score) for r, score in scored]
             results[i] = page
             if len(got) < op.limit:  # the scored items ran out: the page ends with unscored ones
-                room = op.limit - len(got)
-                tails.append((op, page, unscored_search(t, spec, op, conds, room, not got)))
+                # A whole page's worth: the rows of items scored above are skipped below.
+                tails.append((op, page, unscored_search(t, spec, op, conds, op.limit, not got)))
         else:
             results[i] = [search_item_of(r, None) for r in got]
         if op.refresh_ttl:
             refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)
     tail_rows = (yield Round([s for *_, s in tails])) if tails else []
     for (op, page, _), got in zip(tails, tail_rows):
+        # The tail reads in its own transaction: an item scored above and rewritten unindexed
+        # since would come back unscored; it stays where it was scored.
+        seen = {(item.namespace, item.key) for item in page}
+        room = op.limit - len(page)
+        got = [r for r in got if (nsp.split(r[0]), r[1]) not in seen][:room]
         page += [search_item_of(r, None) for r in got]
         if op.refresh_ttl:
             refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)

@@ -17,11 +17,10 @@ from langmem_adapters.postgres.connection import (
     Session,
 )
 from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.search import DISTANCE_OPERATOR
 from langmem_adapters.postgres.sql import Answer, Round, Statement, Steps, vec_literal
 
 __all__ = ["PostgresProbe", "async_calibration_session", "calibration_session"]
-
-_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 
 
 class PostgresProbe:
@@ -33,7 +32,7 @@ class PostgresProbe:
 
     def __init__(self, t: Tables, spec: IndexSpec) -> None:
         self.table = t.vectors(spec)
-        self.dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
+        self.dist = f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})"
 
     def count(self) -> Steps[int]:
         """The number of vectors in the table."""

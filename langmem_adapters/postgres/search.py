@@ -29,6 +29,7 @@ from langmem_adapters.postgres.sql import (
 )
 
 __all__ = [
+    "DISTANCE_OPERATOR",
     "EF_SEARCH",
     "EXACT_BELOW",
     "WALK_BELOW",
@@ -41,7 +42,8 @@ __all__ = [
     "vector_search",
 ]
 
-_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
+#: pgvector's distance operator by ``IndexSpec.distance``.
+DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 
 
 @lru_cache(maxsize=64)
@@ -149,13 +151,17 @@ def search_sizes(
     calibrator = stats.calibration
     ef = int(spec.ann.get("ef_search", 0))
     if not ef and calibrator is not None:
-        calibrator.observe(queries, total)
+        # A count at the cap says only "large": the measured size stands for it (else a table over
+        # twice the cap would look halved since its measurement, and wake a check at every search).
+        m = calibrator.measurement
+        calibrator.observe(queries, max(total, m.count) if m and total >= cap else total)
         ef = calibrator.breadth(search_breadth(total, EF_SEARCH))
     ef = ef or search_breadth(total, EF_SEARCH)
     sizes = {p: stats.prefix(p).count or 0 for p in prefixes}
     exact = calibrator is not None and calibrator.exact and not spec.ann.get("ef_search")
     if calibrator is not None:
-        exact_below = calibrator.exact_up_to(exact_below, "exact_below" in spec.ann)
+        # Capped: a prefix counted at the cap is only known to be large, never narrow.
+        exact_below = min(calibrator.exact_up_to(exact_below, "exact_below" in spec.ann), cap - 1)
     narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
     # A count at the cap says only "large": broad only when the whole table was counted too.
     broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}
@@ -177,7 +183,7 @@ def vector_search(
     exact nearest ``candidates`` vectors (``exact``, without item conditions), or with ``None`` exact
     per-item scores."""
     vt = t.vectors(spec)
-    dist = f"(v.embedding {_OPERATOR[spec.distance]} %s::{spec.vector_type})"
+    dist = f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})"
     ns_sql, ns_params = ns_condition("v.ns", op.namespace_prefix, estimable=True)
     s_ns_sql, s_ns_params = ns_condition("s.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = filter_sql(conditions, "s.value")

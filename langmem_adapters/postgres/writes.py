@@ -186,7 +186,8 @@ def _vector_statements(
     ]
     if rows:
         columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
-        tsv = tsv_value = tsv_set = tsv_stale = ""
+        tsv = tsv_value = tsv_stale = ""
+        tsv_set = ", tsv = NULL"  # changed text: a non-hybrid store drops the old text's words
         if texts is not None and spec.hybrid is not None:
             # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
             columns.append(("x", "text"))

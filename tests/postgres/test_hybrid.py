@@ -13,6 +13,7 @@ import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_adapters import HashEmbeddings
+from langmem_adapters.core.hybrid import fuse
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.lexical import lexical_search
 from langmem_adapters.postgres.sql import Round
@@ -100,7 +101,10 @@ def test_a_non_hybrid_store_pays_nothing(conn: Any, prefix: str) -> None:
     store.put(("a",), "k2", {"text": "Order 1 shipped"})
     store.search(("a",), query="order 48213")
     sent = [st.sql for r in rounds for st in r.statements]
-    assert sent and not any("tsv" in sql or "to_tsvector" in sql for sql in sent)
+    # No words: only a changed text's row drops the ones a hybrid store wrote (``tsv = NULL``).
+    words = [sql.replace("tsv = NULL", "") for sql in sent]
+    assert sent and not any("tsv" in sql or "to_tsvector" in sql for sql in words)
+    assert sum("tsv = NULL" in sql for sql in sent) == 1
 
 
 def test_one_round_trip_like_vector_search(conn: Any, prefix: str) -> None:
@@ -202,3 +206,93 @@ async def test_async_store_fills_and_searches(prefix: str) -> None:
         await store.setup()
         got = await store.asearch(("a",), query="ERR_HTTP2_STREAM", limit=1)
         assert [r.key for r in got] == ["id"]
+
+
+def test_a_non_hybrid_rewrite_drops_the_old_words(conn: Any, prefix: str) -> None:
+    """A non-hybrid store sharing the tables writes changed text with ``tsv`` NULL (setup of a hybrid
+    store fills it again): the old text's words no longer find the item."""
+    hybrid = store_of(conn, prefix)
+    hybrid.batch([PutOp(("u",), f"k{i}", {"text": f"note {i} about lunch"}) for i in range(40)])
+    hybrid.put(("u",), "t", {"text": "ticket ZX48213 opened"})
+    plain = store_of(conn, prefix, hybrid=False)
+    plain.put(("u",), "t", {"text": "ticket closed nothing else"})
+    table = f"{prefix}_vectors_vector64"
+    assert tsv(conn, table)[("t", "text")] is None
+    assert "t" not in [r.key for r in hybrid.search(("u",), query="ZX48213", limit=3)]
+    plain.put(("u",), "t", {"text": "ticket closed nothing else"})  # unchanged text: row kept
+    assert tsv(conn, table)[("t", "text")] is None
+    store_of(conn, prefix)  # setup fills it from the new text
+    assert tsv(conn, table)[("t", "text")] == "'closed':2 'else':4 'nothing':3 'ticket':1"
+
+
+def test_the_lexical_side_ranks_depth_times_the_page(conn: Any, prefix: str) -> None:
+    """With ``lexical_weight`` 2, an item third on the lexical side and on the vector side's page
+    outranks the lexical second: the lexical side ranks ``max(20, depth x page)`` candidates, not
+    the page (which left the third out). The page is the fusion of the full rankings."""
+    options = {"lexical_weight": 2.0}
+    store = store_of(conn, prefix, hybrid=options)
+    texts = {
+        "a": "memo kiwi mango with several other words beside them today",
+        "b": "memo papaya and more words that dilute its vector a lot",
+        "c": "memo guava",
+        "d": "memo lychee plus plenty of unrelated filler words around",
+    }
+    fillers = {f"f{i}": f"memo filler number {i}" for i in range(30)}
+    store.batch([PutOp(("a",), k, {"text": v}) for k, v in {**texts, **fillers}.items()])
+    query = "memo kiwi mango papaya guava lychee"
+    spec = store.index_spec
+    assert spec is not None and spec.hybrid is not None
+    *_, statement = lexical_search(
+        store.tables, spec, spec.hybrid, SearchOp(("a",), None, 2, 0, query), (), 1000
+    )
+    with conn.transaction():
+        lexical = [(r[0], r[1]) for r in conn.execute(statement.sql, statement.params)]
+    assert lexical == [("a", "a"), ("a", "b"), ("a", "c"), ("a", "d")]  # "memo" is common
+    vector = [
+        (".".join(r.namespace), r.key)
+        for r in store_of(conn, prefix, hybrid=False).search(("a",), query=query, limit=2)
+    ]
+    expected = [key for key, _ in fuse(vector, lexical, spec.hybrid)[:2]]
+    assert expected != [key for key, _ in fuse(vector, lexical[:2], spec.hybrid)[:2]]
+    got = [
+        ("a", r.key)
+        for r in store_of(conn, prefix, hybrid=options).search(("a",), query=query, limit=2)
+    ]
+    assert got == expected
+
+
+def test_the_unscored_tail_skips_items_already_on_the_page(conn: Any, prefix: str) -> None:
+    """The unscored tail reads in a later round: an item scored in the first and rewritten without a
+    vector before the tail comes back there; it stays once, where it was scored."""
+    store = store_of(conn, prefix, hybrid=False)
+    store.put(("a",), "u", {"text": "never indexed"}, index=False)
+    store.put(("a",), "k1", {"text": "order one shipped"})
+    store.put(("a",), "k2", {"text": "order two shipped"})
+    other = psycopg.connect(servers.postgres_dsn(), autocommit=True)
+    writer = PostgresStore(other, index=index(hybrid=False), table_prefix=prefix)  # type: ignore[arg-type]
+    original = store._session
+
+    class Racing:
+        """The store's session; before the tail round, another connection rewrites k1 unindexed."""
+
+        def __enter__(self) -> Any:
+            self.session = original()
+            run = self.session.__enter__()
+
+            def send(request: Round) -> Any:
+                if any("AND NOT EXISTS" in st.sql for st in request.statements):
+                    writer.put(("a",), "k1", {"text": "order one shipped"}, index=False)
+                return run(request)
+
+            return send
+
+        def __exit__(self, *exc: Any) -> None:
+            self.session.__exit__(*exc)
+
+    store._session = Racing  # type: ignore[assignment,method-assign]
+    try:
+        got = [(r.key, r.score is None) for r in store.search(("a",), query="order", limit=5)]
+    finally:
+        other.close()
+    assert sorted(k for k, _ in got) == ["k1", "k2", "u"]
+    assert got[-1] == ("u", True) and all(not unscored for _, unscored in got[:2])
