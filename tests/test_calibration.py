@@ -452,3 +452,22 @@ async def test_closing_an_async_store_ends_its_background_check() -> None:
         assert task.done() and store._calibration_task is None
     finally:
         await client.aclose()
+
+
+async def test_closing_an_async_postgres_store_ends_its_background_check() -> None:
+    """The same on Postgres: leaving ``AsyncPostgresStore.from_conn_string`` cancels and awaits a
+    check in flight before its connection closes."""
+    async with (
+        AsyncPostgresStore.from_conn_string(
+            servers.postgres_dsn(),
+            index=hash_index(ann_index_config={"exact_below": 10}),  # type: ignore[arg-type]
+            table_prefix=f"cal{uuid.uuid4().hex[:8]}",
+        ) as store
+    ):
+        await store.setup()
+        await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
+        for i in range(40):  # the 40th distinct query wakes a check
+            await store.asearch(("a",), query=f"query {i}", limit=3)
+        task = store._calibration_task
+        assert task is not None and not task.done()
+    assert task.done() and store._calibration_task is None

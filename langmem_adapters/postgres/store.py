@@ -373,10 +373,11 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
             if not isinstance(conn, AsyncConnectionPool):
                 # Close the store's current connection: a reconnect may have replaced ``conn``.
                 stack.push_async_callback(lambda: store.conn.close())
+            # Before the connection closes: the sweeper and a calibration check in flight stop.
+            stack.push_async_callback(store._stop_background)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 await store.setup()
                 await store.start_ttl_sweeper()
-                stack.push_async_callback(store.stop_ttl_sweeper)
             yield store
 
     def _session(self) -> AsyncSession:
