@@ -432,6 +432,18 @@ async def test_forced_calibration_leaves_a_background_check_marked_async(make_as
     assert stats is not None and stats.source == "calibrated" and cal.running
 
 
+async def _wake_a_check(store: Any) -> asyncio.Task[Any]:
+    """Searches that wake a background check (the 40th distinct query does); the check's task,
+    still running."""
+    await store.setup()
+    await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
+    for i in range(40):
+        await store.asearch(("a",), query=f"query {i}", limit=3)
+    task = store._calibration_task
+    assert task is not None and not task.done()
+    return task
+
+
 async def test_closing_an_async_store_ends_its_background_check() -> None:
     """A background check woken by searches is cancelled and awaited when the store closes: no
     task is left pending on the loop."""
@@ -442,12 +454,7 @@ async def test_closing_an_async_store_ends_its_background_check() -> None:
         prefix=f"cal{uuid.uuid4().hex[:8]}",
     )
     try:
-        await store.setup()
-        await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
-        for i in range(40):  # the 40th distinct query wakes a check
-            await store.asearch(("a",), query=f"query {i}", limit=3)
-        task = store._calibration_task
-        assert task is not None and not task.done()
+        task = await _wake_a_check(store)
         await store.aclose()
         assert task.done() and store._calibration_task is None
     finally:
@@ -464,10 +471,5 @@ async def test_closing_an_async_postgres_store_ends_its_background_check() -> No
             table_prefix=f"cal{uuid.uuid4().hex[:8]}",
         ) as store
     ):
-        await store.setup()
-        await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
-        for i in range(40):  # the 40th distinct query wakes a check
-            await store.asearch(("a",), query=f"query {i}", limit=3)
-        task = store._calibration_task
-        assert task is not None and not task.done()
+        task = await _wake_a_check(store)
     assert task.done() and store._calibration_task is None
