@@ -97,6 +97,14 @@ def _raise_if_lost(conn: AnyConnection | None, exc: BaseException | None) -> Non
         ) from exc
 
 
+def _background_connect_failed(exc: psycopg.OperationalError) -> StoreConnectionError:
+    """Our error for a background connection (calibration) that could not be opened: the server
+    refused or ended it while connecting; the check is retried later."""
+    return StoreConnectionError(
+        f"could not open a background connection to PostgreSQL ({str(exc).strip()})"
+    )
+
+
 class Connections:
     """Where a sync store's plans get their connection: ``conn`` is a pool, or the store's own
     connection, used by one plan at a time and reopened when it was lost."""
@@ -144,7 +152,10 @@ class Connections:
         if isinstance(self.conn, ConnectionPool):
             return self
         kwargs = _reopen_kwargs(self._reopen)
-        return Connections(psycopg.Connection.connect(**kwargs, application_name=BACKGROUND))
+        try:
+            return Connections(psycopg.Connection.connect(**kwargs, application_name=BACKGROUND))
+        except psycopg.OperationalError as exc:
+            raise _background_connect_failed(exc) from exc
 
     def close(self) -> None:
         """Close the connection (not a pool: a pool is the caller's)."""
@@ -199,7 +210,10 @@ class AsyncConnections:
         if isinstance(self.conn, AsyncConnectionPool):
             return self
         kwargs = _reopen_kwargs(self._reopen)
-        conn = await psycopg.AsyncConnection.connect(**kwargs, application_name=BACKGROUND)
+        try:
+            conn = await psycopg.AsyncConnection.connect(**kwargs, application_name=BACKGROUND)
+        except psycopg.OperationalError as exc:
+            raise _background_connect_failed(exc) from exc
         return AsyncConnections(conn)
 
     async def close(self) -> None:
