@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from langmem_adapters.core.bm25 import K1, B, bm25
+from langmem_adapters.core.bm25 import K1, B, Corpus, bm25
 
 
 def test_hand_computed_scores() -> None:
@@ -36,3 +36,32 @@ def test_empty_inputs() -> None:
     assert bm25([], [["a"]]) == [0.0]
     assert bm25(["a"], []) == []
     assert bm25(["a"], [[], []]) == [0.0, 0.0]  # no words anywhere: no division by zero
+
+
+def test_collection_statistics() -> None:
+    """With a corpus, N, n(t) and avgdl are the collection's (each at least what the searched
+    texts show), so two texts of a namespace score as they would in the whole collection."""
+    corpus = Corpus()
+    assert corpus.stale()
+    corpus.update(100, 400, [("order", 40), ("48213", 1), ("lyon", 2)])
+    assert not corpus.stale()
+    assert corpus.df == {"order": 40, "lyon": 2}  # a word held once is found by counting
+    assert corpus.held("48213", 1) == 1 and corpus.held("order", 2) == 40
+    texts = [["order", "48213"], ["order", "lyon", "x", "y"]]
+    idf_order = math.log(1 + (100 - 40 + 0.5) / (40 + 0.5))
+    idf_id = math.log(1 + (100 - 1 + 0.5) / (1 + 0.5))
+    norm2, norm4 = K1 * (1 - B + B * 2 / 4), K1 * (1 - B + B * 4 / 4)  # avgdl 400 / 100
+    got = bm25(["order", "48213"], texts, corpus=corpus)
+    assert got == pytest.approx(
+        [idf_order * 2.2 / (1 + norm2) + idf_id * 2.2 / (1 + norm2), idf_order * 2.2 / (1 + norm4)]
+    )
+    assert got != bm25(["order", "48213"], texts)  # the namespace alone weighs "order" higher
+
+
+def test_a_corpus_smaller_than_the_texts_is_not_used() -> None:
+    """A corpus counted before most of the searched texts were written (fewer texts than the
+    search holds) gives way to the texts' own statistics."""
+    corpus = Corpus()
+    corpus.update(1, 2, [])
+    texts = [["a", "b"], ["b", "c"], ["c"]]
+    assert bm25(["b"], texts, corpus=corpus) == bm25(["b"], texts)

@@ -6,37 +6,82 @@ the Redis Query Engine's ``BM25STD`` scorer has too (its document statistics dif
 ``score(d) = sum over query terms t in d of idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| /
 avgdl))`` with ``idf(t) = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5))``; ``N`` is the number of texts,
 ``n(t)`` how many contain ``t``, ``|d|`` a text's length in words and ``avgdl`` the mean length.
+
+``N``, ``n(t)`` and ``avgdl`` are the **collection's** (a :class:`Corpus`), as a search engine's
+are its index's, however few texts a search ranks: a namespace's 32 memories are too few to tell a
+rare word from a common one (a word in 10 of them may be in 1% of the collection), and Postgres and
+the Query Engine weigh and pick a query's words by the whole table or index, so plain mode agrees.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
-__all__ = ["K1", "B", "bm25"]
+__all__ = ["K1", "REFRESH_S", "B", "Corpus", "bm25"]
 
 #: Term-frequency saturation: the usual default (Lucene, Elasticsearch, the Redis Query Engine).
 K1 = 1.2
 #: Length normalisation: the usual default.
 B = 0.75
+#: How old a :class:`Corpus` may get before it is counted again (seconds): as the Query Engine's
+#: word counts and every store's table sizes, re-read at most once a minute.
+REFRESH_S = 60.0
+
+
+@dataclass
+class Corpus:
+    """A collection's word statistics: ``size`` texts holding words, ``length`` words in all, and
+    ``df``, how many texts hold each word, for the words at least two hold (a word held by one text
+    or none is found by counting the searched texts: they are part of the collection, so what they
+    hold is then exact; leaving those out keeps one entry per word that recurs, not per identifier).
+    Counted at most once every :data:`REFRESH_S` seconds; the texts a search ranks are a lower
+    bound of it meanwhile (:meth:`held`)."""
+
+    size: int = 0
+    length: int = 0
+    df: dict[str, int] = field(default_factory=dict)
+    checked: float | None = None
+
+    def stale(self) -> bool:
+        """Whether it is to be counted again (never counted, or counted over a minute ago)."""
+        return self.checked is None or time.monotonic() - self.checked > REFRESH_S
+
+    def update(self, size: int, length: int, df: Iterable[tuple[str, int]]) -> None:
+        """Set from a new count: ``df`` the (word, texts holding it) pairs, every word or some."""
+        self.size, self.length, self.checked = size, length, time.monotonic()
+        self.df = {w: n for w, n in df if n >= 2}
+
+    def held(self, word: str, searched: int) -> int:
+        """Texts of the collection holding ``word``, ``searched`` of them among the searched ones."""
+        return max(self.df.get(word, 0), searched)
 
 
 def bm25(
-    query: Sequence[str], texts: Sequence[Sequence[str]], k1: float = K1, b: float = B
+    query: Sequence[str],
+    texts: Sequence[Sequence[str]],
+    k1: float = K1,
+    b: float = B,
+    corpus: Corpus | None = None,
 ) -> list[float]:
     """The BM25 score of each text (a sequence of words) for the query words (repeats count once);
-    0.0 for a text sharing no word with the query."""
+    0.0 for a text sharing no word with the query. ``N``, ``n(t)`` and ``avgdl`` are the
+    ``corpus``'s where given (each at least what ``texts`` show), else those of ``texts``."""
     terms = set(query)
-    n = len(texts)
-    if not terms or not n:
-        return [0.0] * n
+    if not terms or not texts:
+        return [0.0] * len(texts)
     # most texts share no word with the query: counted only where one does
     counts = [None if terms.isdisjoint(t) else Counter(w for w in t if w in terms) for t in texts]
     df = Counter(w for c in counts if c for w in c)
+    n, avgdl = len(texts), sum(map(len, texts)) / len(texts) or 1.0
+    if corpus is not None and corpus.size >= sum(1 for t in texts if t):
+        n, avgdl = corpus.size, corpus.length / corpus.size or 1.0
+        df = Counter({w: corpus.held(w, c) for w, c in df.items()})
     idf = {w: math.log(1.0 + (n - df[w] + 0.5) / (df[w] + 0.5)) for w in df}
-    avgdl = sum(map(len, texts)) / n or 1.0
-    scores = [0.0] * n
+    scores = [0.0] * len(texts)
     for i, c in enumerate(counts):
         if c:
             norm = k1 * (1.0 - b + b * len(texts[i]) / avgdl)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
 
+from langmem_adapters.core.bm25 import Corpus
 from langmem_adapters.core.hybrid import HybridSpec
 from langmem_adapters.errors import (
     EmbeddingDimensionError,
@@ -175,6 +176,8 @@ class SearchStats:
     calibration: Calibrator | None = None
     #: How many items hold each word: a hybrid search's lexical side leaves common words out.
     terms: dict[str, VectorStats] = field(default_factory=dict)
+    #: The collection's word statistics where a search counts them itself (Redis plain mode).
+    corpus: Corpus = field(default_factory=Corpus)
 
     def prefix(self, key: str) -> VectorStats:
         return _bounded(self.prefixes, key)

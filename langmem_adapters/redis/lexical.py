@@ -7,24 +7,26 @@ A hybrid store keeps each item's indexed words in its hash (field ``w``, see
 with the namespace and filter clauses of the vector search, ranked by ``BM25STD``, sent in the same
 pipeline round as the KNN query. The query text is reduced to its words (``core.hybrid.words``),
 each passed as a query parameter, so nothing of the caller's text is parsed as query syntax. In
-plain mode the lexical side is BM25 computed here (``core.bm25``) over the searched items.
+plain mode the lexical side is BM25 computed here (``core.bm25``) over the searched items, with the
+collection's word statistics (:func:`corpus_calls`, :func:`count_corpus`) as the Query Engine's
+and Postgres's are their index's.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Collection, Generator, Iterable, Sequence
 from typing import Any
 
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.bm25 import bm25
+from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
-from langmem_adapters.redis.layout import Keys, under
+from langmem_adapters.redis.layout import Keys, text, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import MAX_WINDOW, Searcher
@@ -32,6 +34,8 @@ from langmem_adapters.redis.search import MAX_WINDOW, Searcher
 __all__ = [
     "MAX_TERMS",
     "Lexical",
+    "corpus_calls",
+    "count_corpus",
     "fused",
     "plain_hybrid",
     "query_terms",
@@ -158,23 +162,61 @@ class Lexical:
         return under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
 
 
+def corpus_calls(
+    keys: Keys,
+    corpus: Corpus,
+    live: Iterable[tuple[str, ...]],
+    read: Collection[tuple[str, ...]],
+    now_ms: int,
+) -> list[Call]:
+    """What plain mode sends, in its search's round, to count the collection's words when
+    ``corpus`` is stale: a ``words`` script call for each live namespace the search does not
+    ``read`` (those it reads are counted from their items' words, :func:`count_corpus`). One call
+    per namespace, as the reads: on a Redis Cluster each namespace has its own slot."""
+    if not corpus.stale():
+        return []
+    others = [ns for ns in live if ns not in read]
+    return [Call((now_ms,), script="words", keys=(keys.zset(nsp.join(ns)),)) for ns in others]
+
+
+def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[Any]) -> None:
+    """Set ``corpus`` from the words of the items read (``texts``) and the ``words`` replies of
+    the other namespaces (:func:`corpus_calls`)."""
+    size, length, df = 0, 0, Counter[str]()
+    for t in texts:
+        if t:
+            size, length = size + 1, length + len(t)
+            df.update(set(t))
+    for reply in replies:
+        size, length = size + int(reply[0]), length + int(reply[1])
+        pairs = iter(reply[2:])
+        df.update({text(w): int(n) for w, n in zip(pairs, pairs)})
+    corpus.update(size, length, df.items())
+
+
 def plain_hybrid(
     hybrid: HybridSpec,
     op: SearchOp,
     records: Sequence[Record],
     texts: dict[ItemKey, list[str]],
+    corpus: Corpus,
 ) -> list[Record]:
     """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
-    the page's nearest and of the candidates BM25 (over these records) ranks first for the query's
-    rare words (``HybridSpec.rare`` over these records; ties by namespace and key)."""
+    the page's nearest and of the candidates BM25 ranks first for the query's rare words. Which
+    words are rare (``HybridSpec.rare``) and their weights are judged by the collection's
+    ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
+    namespace of 32 memories the page term let words a third of them hold count. Ties by
+    namespace and key."""
     docs = [texts.get(_key(r), []) for r in records]
     wanted = query_terms(op.query)
     held = Counter(w for d in docs for w in set(wanted).intersection(d))
     page = op.offset + op.limit
-    terms = hybrid.rare({w: held[w] for w in wanted if held[w]}, len(docs), page)
+    size = max(corpus.size, sum(1 for d in docs if d))
+    counts = {w: corpus.held(w, held[w]) for w in wanted if held[w]}
+    terms = hybrid.rare(counts, size, page)
     lexical: list[Record] = []
     if terms:
-        scores = bm25(terms, docs)
+        scores = bm25(terms, docs, corpus=corpus)
         hits = sorted((-s, _key(r), i) for i, (s, r) in enumerate(zip(scores, records)) if s > 0)
         want = hybrid.candidates(op.offset, op.limit)
         lexical = _floored(hybrid, [(-s, records[i]) for s, _, i in hits[:want]])

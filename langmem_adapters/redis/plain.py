@@ -12,9 +12,9 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.redis.layout import Keys, under
-from langmem_adapters.redis.lexical import plain_hybrid
+from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 
@@ -31,30 +31,23 @@ def plain_searches(
     live: list[tuple[str, ...]],
     qvecs: dict[str, list[float]],
     now_ms: int,
+    stats: SearchStats,
 ) -> Generator[Round, list[Any], Found]:
-    """The pages of a batch's searches from the live namespaces ``live`` (one read of each)."""
+    """The pages of a batch's searches from the live namespaces ``live`` (one read of each; a
+    hybrid search, when ``stats.corpus`` is stale, also counts the other namespaces' words)."""
     wanted = sorted({ns for _, op, _ in searches for ns in live if under(ns, op.namespace_prefix)})
     with_vectors = spec is not None and bool(qvecs)
     flag = "1" if with_vectors else "0"
     hybrid = spec.hybrid if with_vectors and spec is not None else None
     read_words = "1" if hybrid is not None else "0"
     texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
-    replies = (
-        (
-            yield Round(
-                [
-                    Call(
-                        (now_ms, flag, read_words),
-                        script="read_ns",
-                        keys=(keys.zset(nsp.join(ns)),),
-                    )
-                    for ns in wanted
-                ]
-            )
-        )
-        if wanted
-        else []
-    )
+    counting = corpus_calls(keys, stats.corpus, live, wanted, now_ms) if hybrid else []
+    reads = [
+        Call((now_ms, flag, read_words), script="read_ns", keys=(keys.zset(nsp.join(ns)),))
+        for ns in wanted
+    ]
+    recount = hybrid is not None and stats.corpus.stale()
+    replies = (yield Round(reads + counting)) if reads or counting else []
     by_ns: dict[tuple[str, ...], list[Record]] = {}
     for ns, reply in zip(wanted, replies):
         recs = by_ns[ns] = []
@@ -65,6 +58,8 @@ def plain_searches(
             if hybrid is not None:
                 texts[(nsp.join(ns), rec.key)] = row[3].split()
             recs.append(rec)
+    if recount:
+        count_corpus(stats.corpus, texts.values(), replies[len(reads) :])
     out = []
     for i, op, conds in searches:
         records = [
@@ -81,7 +76,7 @@ def plain_searches(
             unscored.sort(key=lambda r: r.sort_key)
         records.sort(key=lambda r: r.sort_key)
         if hybrid is not None and qvec is not None:
-            records = plain_hybrid(hybrid, op, records, texts)
+            records = plain_hybrid(hybrid, op, records, texts, stats.corpus)
         records += unscored  # after every scored item, newest first (InMemoryStore's contract)
         out.append((i, op, records[op.offset : op.offset + op.limit]))
     return out

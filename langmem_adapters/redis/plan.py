@@ -123,7 +123,9 @@ def plan(
         at += n
         found.append((i, op, page))
     if mode == "plain" and batch.searches:
-        found += yield from plain_searches(keys, spec, batch.searches, live, qvecs, now_ms)
+        found += yield from plain_searches(
+            keys, spec, batch.searches, live, qvecs, now_ms, stats or SearchStats()
+        )
     for i, op, records in found:
         results[i] = [r.search_item(spec) for r in records]
         if op.refresh_ttl:

@@ -35,6 +35,8 @@ SCRIPTS = {
 SCRIPTS["reindex_switch"] = _source("reindex_switch")
 #: ``lexical``: the lexical side of a hybrid search (see ``lua/lexical.lua``).
 SCRIPTS["lexical"] = _source("lexical")
+#: ``words``: a namespace's word counts, plain mode's collection statistics (see ``lua/words.lua``).
+SCRIPTS["words"] = _source("words")
 #: Script name -> SHA1 of its source, for ``EVALSHA``.
 SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
 

@@ -314,6 +314,11 @@ def test_hybrid_on_a_cluster() -> None:
             store.put(("notes", f"u{i % 6}"), key, {"text": text})
         found = store.search(("notes",), query=IDENTIFIER, limit=5)
         assert "target" in _keys(found) and all(r.namespace[0] == "notes" for r in found)
+        # within one namespace the words of the others are counted per namespace, on their nodes
+        store._stats.corpus.checked = None
+        home = found[_keys(found).index("target")].namespace
+        assert "target" in _keys(store.search(home, query=IDENTIFIER, limit=5))
+        assert store._stats.corpus.size == len(_notes())
         client.close()
     finally:
         for p in procs:
@@ -337,6 +342,39 @@ def test_common_words_are_left_out(make_store: StoreFactory) -> None:
     assert len(store.search(("c",), query="memo", limit=50)) == 50  # at the bound: rare
     # a page of 150 asks for as many texts as hold "note": alone, it cannot flood the page
     assert len(store.search(("c",), query="note", limit=150)) == 150
+
+
+def _namespaced() -> list[PutOp]:
+    """20 namespaces of 10 notes; "common" in half of every namespace's notes (100 of 200), one
+    identifier in namespace u0."""
+    ops = [
+        PutOp((f"u{u}",), f"k{i}", {"text": f"{'common' if i % 2 else 'plain'} note {u} {i}"})
+        for u in range(20)
+        for i in range(10)
+    ]
+    return [*ops, PutOp(("u0",), "id", {"text": "common zq48213"})]
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_rare_is_judged_by_the_collection(make_store: StoreFactory) -> None:
+    """Whether a word is rare is judged by the whole collection, not the searched namespace: on
+    both modes (plain mode counts the other namespaces' words itself), "common" is held by 101
+    of 201 items, above the bound of 10, though by only 6 of the 11 items of ``u0`` (at most the
+    page there); the namespace's identifier still counts."""
+    store = make_store(index=_index(vector_weight=0))  # the lexical ranking alone
+    store.batch(_namespaced())
+    assert _keys(store.search(("u0",), query="common", limit=10)) == []
+    assert _keys(store.search(("u0",), query="common zq48213", limit=10)) == ["id"]
+    assert _keys(store.search((), query="common", limit=10)) == []
+
+
+@pytest.mark.parametrize("backend", ["redis-plain"])
+async def test_rare_is_judged_by_the_collection_async(make_astore: AsyncStoreFactory) -> None:
+    store = await make_astore(index=_index(vector_weight=0))
+    await store.abatch(_namespaced())
+    assert _keys(await store.asearch(("u0",), query="common", limit=10)) == []
+    assert store._stats.corpus.size == 201  # type: ignore[attr-defined]
+    assert store._stats.corpus.df["common"] == 101  # type: ignore[attr-defined]
 
 
 def test_one_round_with_words_not_counted_yet(qe_client: redis.Redis) -> None:
