@@ -174,6 +174,8 @@ class SearchStats:
     index: VectorStats = field(default_factory=VectorStats)
     prefixes: dict[str, VectorStats] = field(default_factory=dict)
     calibration: Calibrator | None = None
+    #: When the Postgres lexical side's copy of the word statistics was last renewed.
+    lexicon: VectorStats = field(default_factory=VectorStats)
     #: How many items hold each word: a hybrid search's lexical side leaves common words out.
     terms: dict[str, VectorStats] = field(default_factory=dict)
     #: The collection's word statistics where a search counts them itself (Redis plain mode).

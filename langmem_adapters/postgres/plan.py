@@ -21,6 +21,7 @@ from langmem_adapters.postgres.lexical import (
     lexical_search,
     needed,
     scored_rows,
+    terms_refresh,
     vector_op,
     vector_rows,
 )
@@ -77,10 +78,15 @@ def plan(
     if spec is not None:
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), vec_literal)
         vectors = yield from write_vectors(t, spec, batch.writes)
+    stats = stats or SearchStats()
+    if qvecs and spec is not None and spec.hybrid is not None and stats.lexicon.stale():
+        # The lexical side's copy of the word statistics, renewed about once a minute.
+        yield Round([terms_refresh(t, spec)])
+        stats.lexicon.update(0)
     ef, narrow, broad = 100, set[str](), set[str]()
     if qvecs and spec is not None and spec.kind != "exact":
         ef, narrow, broad = yield from search_sizes(
-            t, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
+            t, spec, batch.searches, stats, list(qvecs.values())
         )
 
     statements: list[Statement] = []

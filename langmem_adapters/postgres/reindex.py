@@ -256,9 +256,12 @@ class PostgresReindex:
         )
 
     def _drop_old(self) -> Steps[None]:
-        """Drop the retired tables (a foreign key's removal needs a short lock of the items table)."""
+        """Drop the retired tables (a foreign key's removal needs a short lock of the items table)
+        and their copies of word statistics."""
+        gone = [old for old in self.retired if old != self.shadow.vectors(self.target)]
         yield Round(
             [Statement(f"DROP TABLE IF EXISTS {old}_retired", fetch=False) for old in self.retired]
+            + [Statement(f"DELETE FROM {self.t.terms} WHERE tbl = ANY(%s)", [gone], fetch=False)]
         )
 
     def switch(self) -> None:

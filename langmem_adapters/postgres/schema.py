@@ -23,7 +23,7 @@ __all__ = [
     "vector_ddl",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,12 @@ class Tables:
         return f"{self.prefix}_embedders"
 
     @property
+    def terms(self) -> str:
+        """The word frequencies of each hybrid vector table's ``tsv``, copied from its statistics
+        (``postgres.lexical``: what a search reads instead of the ``pg_stats`` view)."""
+        return f"{self.prefix}_terms"
+
+    @property
     def reindexing(self) -> str:
         """The position of each ``reindex`` in progress (one per source vector table family)."""
         return f"{self.prefix}_reindexing"
@@ -111,6 +117,18 @@ def migrations(t: Tables) -> list[list[str]]:
         [
             f"CREATE INDEX IF NOT EXISTS {t.store}_ns_updated_idx "
             f"ON {t.store} (ns, updated_at DESC, key)"
+        ],
+        # 2: per vector table, the share of its rows holding each common word (``lex`` '' holds
+        # the epoch of the ANALYZE it was copied from), so a hybrid search looks words up by key.
+        [
+            f"""
+            CREATE TABLE IF NOT EXISTS {t.terms} (
+                tbl text COLLATE "C" NOT NULL,
+                lex text COLLATE "C" NOT NULL,
+                f float8 NOT NULL,
+                PRIMARY KEY (tbl, lex)
+            )
+            """
         ],
     ]
 

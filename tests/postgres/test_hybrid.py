@@ -296,3 +296,41 @@ def test_the_unscored_tail_skips_items_already_on_the_page(conn: Any, prefix: st
         other.close()
     assert sorted(k for k, _ in got) == ["k1", "k2", "u"]
     assert got[-1] == ("u", True) and all(not unscored for _, unscored in got[:2])
+
+
+def lexical_keys(store: PostgresStore, query: str) -> list[str]:
+    """The items a lexical-only store (``vector_weight`` 0) scores for ``query`` under ``("a",)``."""
+    return [r.key for r in store.search(("a",), query=query, limit=10) if r.score is not None]
+
+
+def test_searches_copy_the_word_statistics_of_the_latest_analyze(conn: Any, prefix: str) -> None:
+    store = store_of(conn, prefix, hybrid={"vector_weight": 0.0})
+    store.batch([PutOp(("a",), f"k{i}", {"text": f"alpha note {i}"}) for i in range(300)])
+    spec = store.index_spec
+    assert spec is not None
+    vt = store.tables.vectors(spec)
+    conn.execute(f"ANALYZE {vt}")
+    assert lexical_keys(store, "alpha 7") == ["k7"]  # "alpha" is in every row: common
+    copied = dict(
+        conn.execute(f"SELECT lex, f FROM {store.tables.terms} WHERE tbl = %s", [vt]).fetchall()
+    )
+    assert copied["alpha"] == pytest.approx(1.0) and copied["note"] == pytest.approx(1.0)
+    assert "" in copied  # the epoch of the ANALYZE copied: the next refresh copies nothing
+
+
+def test_statistics_of_rows_gone_since_a_truncate_are_not_used(conn: Any, prefix: str) -> None:
+    """A word every row held before a TRUNCATE is rare among the rows written since: the lexical
+    side counts the words of a table not analyzed since (its statistics describe rows that are
+    gone, its live-row count lags), so the one new row holding it is found."""
+    store = store_of(conn, prefix, hybrid={"vector_weight": 0.0})
+    store.batch([PutOp(("a",), f"k{i}", {"text": f"alpha note {i}"}) for i in range(400)])
+    spec = store.index_spec
+    assert spec is not None
+    conn.execute(f"ANALYZE {store.tables.vectors(spec)}")
+    assert lexical_keys(store, "alpha") == []  # held by every row: left to the vector side
+    conn.execute(f"TRUNCATE {store.tables.store} CASCADE")
+    store.batch(
+        [PutOp(("a",), "x", {"text": "alpha once"})]
+        + [PutOp(("a",), f"b{i}", {"text": f"beta {i}"}) for i in range(5)]
+    )
+    assert lexical_keys(store, "alpha") == ["x"]
