@@ -91,7 +91,7 @@ def lexical_search(
     )
     lexemes = (
         f"SELECT a.lex, a.i, {_OPERAND} AS q FROM unnest(tsvector_to_array("
-        f"to_tsvector('{hybrid.text_config}'::regconfig, %s))) WITH ORDINALITY AS a(lex, i)"
+        f"{sql.tsvector_sql(hybrid.text_config, '%s')})) WITH ORDINALITY AS a(lex, i)"
     )
     # Document frequencies: a common lexeme by its recorded share, any other (rare: few rows to
     # visit) counted exactly, up to one past the bound.
@@ -255,7 +255,7 @@ def backfill_plan(t: Tables, spec: IndexSpec, hybrid: HybridSpec) -> Steps[int]:
         yield Round(
             [
                 Statement(
-                    f"UPDATE {vt} v SET tsv = to_tsvector('{hybrid.text_config}'::regconfig, r.x) "
+                    f"UPDATE {vt} v SET tsv = {sql.tsvector_sql(hybrid.text_config, 'r.x')} "
                     f"FROM {source} WHERE v.ns = r.ns AND v.key = r.key AND v.field = r.field "
                     f"AND v.text_hash = r.h AND v.tsv IS NULL",
                     params,

@@ -31,6 +31,7 @@ from langmem_adapters.postgres.sql import (
     Steps,
     row_source,
     vec_literal,
+    vector_row_source,
 )
 
 __all__ = ["PostgresReindex"]
@@ -187,15 +188,10 @@ class PostgresReindex:
             (ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got
         ]
         if cells:
-            columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
-            tsv = tsv_value = ""
-            if spec.hybrid is not None:  # a hybrid store's rows keep their tsvector too
-                texts = {h: x for rows in wanted.values() for _, h, x in rows}
-                columns.append(("x", "text"))
-                cells = [(*cell, texts[cell[3]]) for cell in cells]
-                tsv = ", tsv"
-                tsv_value = f", to_tsvector('{spec.hybrid.text_config}'::regconfig, r.x)"
-            source, params = row_source(columns, cells)
+            config = spec.hybrid.text_config if spec.hybrid is not None else None
+            # A hybrid store's rows keep their tsvector too.
+            texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
+            source, params, tsv, tsv_value = vector_row_source(cells, config, texts)
             statements.append(
                 Statement(
                     f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
@@ -32,13 +32,16 @@ __all__ = [
     "Round",
     "Statement",
     "Steps",
+    "VectorRows",
     "filter_sql",
     "item_of",
     "keep_floats",
     "ns_condition",
     "row_source",
     "search_item_of",
+    "tsvector_sql",
     "vec_literal",
+    "vector_row_source",
 ]
 
 
@@ -183,6 +186,37 @@ def row_source(
         f"(SELECT {picks} FROM jsonb_array_elements(%s::jsonb) AS j(r)) AS r({names})",
         [carrier],
     )
+
+
+VectorRows = tuple[str, list[Any], str, str]
+"""A source of vector rows (``r.ns, r.key, r.field, r.h, r.e``, and ``r.x`` with their text), its
+parameters, and the column list and values a hybrid store's insert adds (``", tsv"`` and the
+``tsvector`` of ``r.x``; both empty without hybrid search)."""
+
+
+def tsvector_sql(config: str, text: str) -> str:
+    """The ``tsvector`` of the SQL expression ``text`` under text-search configuration ``config``:
+    how vector rows keep their words and how query text is parsed, one spelling for both."""
+    return f"to_tsvector('{config}'::regconfig, {text})"
+
+
+def vector_row_source(
+    rows: Sequence[tuple[str, ...]],
+    config: str | None,
+    texts: Mapping[str, str] | None,
+) -> VectorRows:
+    """The rows ``(ns, key, field, text hash, vector literal)`` to insert into a vector table; with
+    a text-search ``config`` and the ``texts`` by hash (a hybrid store's write), each row's text
+    too, so the insert computes its ``tsvector`` in the same statement."""
+    columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
+    cells: list[tuple[str, ...]] = list(rows)
+    tsv = tsv_value = ""
+    if config is not None and texts is not None:
+        columns.append(("x", "text"))
+        cells = [(*row, texts[row[3]]) for row in rows]
+        tsv, tsv_value = ", tsv", f", {tsvector_sql(config, 'r.x')}"
+    source, params = row_source(columns, cells)
+    return source, params, tsv, tsv_value
 
 
 @lru_cache(maxsize=32)

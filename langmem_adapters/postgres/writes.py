@@ -22,6 +22,7 @@ from langmem_adapters.postgres.sql import (
     keep_floats,
     row_source,
     vec_literal,
+    vector_row_source,
 )
 
 __all__ = [
@@ -185,16 +186,12 @@ def _vector_statements(
         (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
     ]
     if rows:
-        columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
-        tsv = tsv_value = tsv_stale = ""
-        tsv_set = ", tsv = NULL"  # changed text: a non-hybrid store drops the old text's words
-        if texts is not None and spec.hybrid is not None:
+        config = spec.hybrid.text_config if spec.hybrid is not None else None
+        source, params, tsv, tsv_value = vector_row_source(rows, config, texts)
+        tsv_set, tsv_stale = ", tsv = NULL", ""  # changed text: a non-hybrid store drops its words
+        if tsv:
             # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
-            columns.append(("x", "text"))
-            rows = [(*row, texts[row[3]]) for row in rows]
-            tsv, tsv_set, tsv_stale = ", tsv", ", tsv = excluded.tsv", " OR v.tsv IS NULL"
-            tsv_value = f", to_tsvector('{spec.hybrid.text_config}'::regconfig, r.x)"
-        source, params = row_source(columns, rows)
+            tsv_set, tsv_stale = ", tsv = excluded.tsv", " OR v.tsv IS NULL"
         vector_statements.append(
             Statement(
                 f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
