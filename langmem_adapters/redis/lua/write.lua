@@ -17,6 +17,7 @@
 local old, qe, reg, c = ARGV[1], ARGV[2] == '1', ARGV[4] == '1' and KEYS[1], ARGV[5]
 local function vkey(key) return (string.gsub(key, '^([^:]*):i:', '%1:v:')) end
 local listed = {}  -- registry scores and namespaces
+local trim, kept = false, false  -- a group deleted or wrote with a TTL; a group's top never expires
 local a, k, written = 6, reg and 2 or 1, 0
 for g = 1, tonumber(ARGV[3]) do
   local z, ns, n = KEYS[k], ARGV[a], tonumber(ARGV[a + 1])
@@ -102,6 +103,7 @@ for g = 1, tonumber(ARGV[3]) do
     end
   end
   if expiring then redis.call('ZREMRANGEBYSCORE', z, '-inf', old) end
+  trim, kept = trim or expiring, kept or forever
   local top = forever and {ns, NO_EXPIRY} or redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
   if top[2] then
     if reg then listed[#listed + 1] = top[2]; listed[#listed + 1] = ns end
@@ -114,7 +116,14 @@ if reg then
   for i = 1, #listed, 1000 do  -- the registry entries of the batch, in a few ZADDs
     redis.call('ZADD', reg, unpack(listed, i, math.min(i + 999, #listed)))
   end
-  redis.call('ZREMRANGEBYSCORE', reg, '-inf', old)
-  -- REGISTRY_TTL
+  -- Expired registry entries are trimmed as the ZSETs' are: by a batch that deletes or writes with
+  -- a TTL (readers skip them meanwhile); and an entry that never expires is the registry's top, so
+  -- it is made permanent without reading its top. Two calls of eight saved on a permanent put.
+  if trim then redis.call('ZREMRANGEBYSCORE', reg, '-inf', old) end
+  if kept then
+    redis.call('PERSIST', reg)
+  else
+    -- REGISTRY_TTL
+  end
 end
 return written
