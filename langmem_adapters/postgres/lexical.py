@@ -140,8 +140,9 @@ def terms_refresh(t: Tables, spec: IndexSpec) -> Statement:
     )
     return Statement(
         f"""DO $$
-        DECLARE at float8 := extract(epoch FROM {at});
+        DECLARE at float8;
         BEGIN
+            at := extract(epoch FROM {at});
             IF at IS NULL OR EXISTS (SELECT 1 FROM {t.terms} WHERE tbl = '{vt}' AND lex = ''
                                      AND f = at)
                OR NOT pg_try_advisory_xact_lock(hashtext('{t.terms}'), hashtext('{vt}')) THEN

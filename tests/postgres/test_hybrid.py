@@ -334,3 +334,17 @@ def test_statistics_of_rows_gone_since_a_truncate_are_not_used(conn: Any, prefix
         + [PutOp(("a",), f"b{i}", {"text": f"beta {i}"}) for i in range(5)]
     )
     assert lexical_keys(store, "alpha") == ["x"]
+
+
+def test_a_refresh_that_cannot_write_never_fails_the_search(conn: Any, prefix: str) -> None:
+    store = store_of(conn, prefix, hybrid={"vector_weight": 0.0})
+    store.batch([PutOp(("a",), f"k{i}", {"text": f"alpha note {i}"}) for i in range(100)])
+    spec = store.index_spec
+    assert spec is not None
+    conn.execute(f"ANALYZE {store.tables.vectors(spec)}")
+    conn.execute("SET default_transaction_read_only = on")  # a read-only server, say
+    try:
+        assert lexical_keys(store, "alpha 7") == ["k7"]
+    finally:
+        conn.execute("SET default_transaction_read_only = off")
+    assert conn.execute(f"SELECT count(*) FROM {store.tables.terms}").fetchone() == (0,)
