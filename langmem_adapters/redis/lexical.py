@@ -188,9 +188,10 @@ def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[A
             size, length = size + 1, length + len(t)
             df.update(set(t))
     for reply in replies:
-        size, length = size + int(reply[0]), length + int(reply[1])
-        pairs = iter(reply[2:])
-        df.update({text(w): int(n) for w, n in zip(pairs, pairs)})
+        head, _, rest = text(reply).partition(" ")
+        parts = rest.split(" ")
+        size, length = size + int(head), length + int(parts[0])
+        df.update(dict(zip(parts[1::2], map(int, parts[2::2]))))
     corpus.update(size, length, df.items())
 
 

@@ -1,7 +1,8 @@
 -- The word statistics of one namespace's live items (plain mode, a hybrid search's collection
 -- counts): KEYS[1] its ZSET; ARGV now_ms. Each item's words are its hash's field w (space-separated,
--- only letters, digits and _, see core.hybrid.words). Returns {texts holding words, words in all,
--- word1, texts holding it, word2, ...}: each word counted once per item.
+-- only letters, digits and _, see core.hybrid.words). Returns one text, "texts length word1 n1
+-- word2 n2 ...": the items holding words, their words in all, then each word and how many items
+-- hold it (one bulk reply parses far faster client-side than an array of thousands).
 local texts, length, df = 0, 0, {}
 for _, key in ipairs(redis.call('ZRANGE', KEYS[1], '(' .. ARGV[1], '+inf', 'BYSCORE')) do
   local w = redis.call('HGET', key, 'w')
@@ -22,4 +23,4 @@ for word, n in pairs(df) do
   out[#out + 1] = word
   out[#out + 1] = n
 end
-return out
+return table.concat(out, ' ')
