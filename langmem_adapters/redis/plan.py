@@ -16,7 +16,7 @@ from langgraph.store.base import ListNamespacesOp, Op, Result, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed, embed_queries
-from langmem_adapters.core.ops import plan_batch
+from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.redis.layout import Keys, Mode, text
 from langmem_adapters.redis.lexical import Lexical, sides
@@ -25,6 +25,7 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Searcher, knn_settings, unscored_tail
 from langmem_adapters.redis.writes import (
+    Vectors,
     delete_entry,
     embed_writes,
     lexical_text,
@@ -60,6 +61,12 @@ def plan(
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
     if spec is not None and batch.writes:
         vectors = yield from embed_writes(keys, spec, batch.writes)
+    if not (batch.gets or batch.searches or batch.lists):
+        # Only writes (a put, a delete): no read round, and none of the read work below.
+        created = yield from _writes(
+            keys, mode, spec, batch, vectors, {}, now_us, if_absent, cluster
+        )
+        return created if if_absent else results
     ef, broad, exact = 0, set[str](), set[str]()
     if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":
         ef, broad, exact = yield from knn_settings(
@@ -133,6 +140,25 @@ def plan(
                 {(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None}
             )
 
+    created = yield from _writes(
+        keys, mode, spec, batch, vectors, touch, now_us, if_absent, cluster
+    )
+    return created if if_absent else results
+
+
+def _writes(
+    keys: Keys,
+    mode: Mode,
+    spec: IndexSpec | None,
+    batch: Batch,
+    vectors: dict[tuple[str, str], Vectors],
+    touch: dict[tuple[str, str], float],
+    now_us: int,
+    if_absent: bool,
+    cluster: bool,
+) -> Generator[Round, Any, bool]:
+    """The batch's writes and the TTL refreshes of items it read (``touch``) in one script call
+    (on a cluster: the registry step, then one call per namespace); whether anything was written."""
     op_code = "a" if if_absent else "p"
     named = [(nsp.join(w.namespace), w) for w in batch.writes]
     entries = [
@@ -149,18 +175,17 @@ def plan(
         else delete_entry(ns_text, w.key)
         for ns_text, w in named
     ]
-    written_keys = {(ns_text, w.key) for ns_text, w in named}
-    entries += [
-        touch_entry(ns_text, key, ttl, now_ms)
-        for (ns_text, key), ttl in touch.items()
-        if (ns_text, key) not in written_keys
-    ]
-    if entries:
-        for request in write_rounds(keys, mode, now_us, entries, cluster):
-            written = yield request
-        if if_absent:
-            return bool(sum(written))
-    return results
+    if touch:
+        written_keys = {(ns_text, w.key) for ns_text, w in named}
+        entries += [
+            touch_entry(ns_text, key, ttl, now_us // 1000)
+            for (ns_text, key), ttl in touch.items()
+            if (ns_text, key) not in written_keys
+        ]
+    written = [0]
+    for request in write_rounds(keys, mode, now_us, entries, cluster) if entries else ():
+        written = yield request
+    return bool(sum(written))
 
 
 def _get_call(keys: Keys, namespace: tuple[str, ...], key: str) -> Call:
