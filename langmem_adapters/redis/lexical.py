@@ -163,18 +163,12 @@ class Lexical:
 
 
 def corpus_calls(
-    keys: Keys,
-    corpus: Corpus,
-    live: Iterable[tuple[str, ...]],
-    read: Collection[tuple[str, ...]],
-    now_ms: int,
+    keys: Keys, live: Iterable[tuple[str, ...]], read: Collection[tuple[str, ...]], now_ms: int
 ) -> list[Call]:
-    """What plain mode sends, in its search's round, to count the collection's words when
-    ``corpus`` is stale: a ``words`` script call for each live namespace the search does not
+    """What plain mode sends, in its search's round, to count the collection's words (when its
+    ``Corpus`` is stale): a ``words`` script call for each live namespace the search does not
     ``read`` (those it reads are counted from their items' words, :func:`count_corpus`). One call
     per namespace, as the reads: on a Redis Cluster each namespace has its own slot."""
-    if not corpus.stale():
-        return []
     others = [ns for ns in live if ns not in read]
     return [Call((now_ms,), script="words", keys=(keys.zset(nsp.join(ns)),)) for ns in others]
 

@@ -41,12 +41,12 @@ def plain_searches(
     hybrid = spec.hybrid if with_vectors and spec is not None else None
     read_words = "1" if hybrid is not None else "0"
     texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
-    counting = corpus_calls(keys, stats.corpus, live, wanted, now_ms) if hybrid else []
+    recount = hybrid is not None and stats.corpus.stale()  # decided once: the calls follow it
+    counting = corpus_calls(keys, live, wanted, now_ms) if recount else []
     reads = [
         Call((now_ms, flag, read_words), script="read_ns", keys=(keys.zset(nsp.join(ns)),))
         for ns in wanted
     ]
-    recount = hybrid is not None and stats.corpus.stale()
     replies = (yield Round(reads + counting)) if reads or counting else []
     by_ns: dict[tuple[str, ...], list[Record]] = {}
     for ns, reply in zip(wanted, replies):

@@ -16,7 +16,7 @@ import redis
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 from redis.cluster import ClusterNode, RedisCluster
 
-from langmem_adapters.core.bm25 import bm25
+from langmem_adapters.core.bm25 import REFRESH_S, bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
@@ -375,6 +375,23 @@ async def test_rare_is_judged_by_the_collection_async(make_astore: AsyncStoreFac
     assert _keys(await store.asearch(("u0",), query="common", limit=10)) == []
     assert store._stats.corpus.size == 201  # type: ignore[attr-defined]
     assert store._stats.corpus.df["common"] == 101  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("backend", ["redis-plain"])
+def test_plain_recounts_the_collection_once_a_minute(make_store: StoreFactory) -> None:
+    """Plain mode keeps the collection's word counts for a minute (what a namespace search sees
+    of a word meanwhile is a lower bound), then counts again: an identifier that 20 new items of
+    another namespace now hold becomes a common word for ``u0`` too."""
+    store = make_store(index=_index(vector_weight=0))
+    store.batch(_namespaced())
+    assert _keys(store.search(("u0",), query="zq48213", limit=10)) == ["id"]
+    corpus = store._stats.corpus  # type: ignore[attr-defined]
+    assert corpus.size == 201 and "zq48213" not in corpus.df  # held once: not kept
+    store.batch([PutOp(("u1",), f"z{i}", {"text": f"zq48213 again {i}"}) for i in range(20)])
+    assert _keys(store.search(("u0",), query="zq48213", limit=10)) == ["id"]  # counted lately
+    corpus.checked -= REFRESH_S + 1
+    assert _keys(store.search(("u0",), query="zq48213", limit=10)) == []  # 21 hold it: common
+    assert corpus.size == 221 and corpus.df["zq48213"] == 21
 
 
 def test_one_round_with_words_not_counted_yet(qe_client: redis.Redis) -> None:
