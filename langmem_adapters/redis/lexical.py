@@ -169,7 +169,8 @@ def corpus_calls(
     ``Corpus`` is stale): a ``words`` script call for each live namespace the search does not
     ``read`` (those it reads are counted from their items' words, :func:`count_corpus`). One call
     per namespace, as the reads: on a Redis Cluster each namespace has its own slot."""
-    others = [ns for ns in live if ns not in read]
+    skip = set(read)
+    others = [ns for ns in live if ns not in skip]
     return [Call((now_ms,), script="words", keys=(keys.zset(nsp.join(ns)),)) for ns in others]
 
 
