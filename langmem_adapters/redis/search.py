@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Generator, Sequence
 from itertools import pairwise
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,9 @@ _STANDARD: dict[Distance, Callable[[float], float]] = {
     "inner_product": lambda d: d - 1.0,
     "l2": lambda d: max(d, 0.0) ** 0.5,
 }
+
+# A record's place in search order (C-level attribute access: no Python frame per row).
+_SORT_KEY = attrgetter("sort_key")
 
 
 class Searcher:
@@ -160,11 +164,14 @@ class Searcher:
     def records(self, reply: Any) -> tuple[int, float | None, list[Record]]:
         """How many rows the window held, the last one's distance, and the rows read back."""
         hits, last, rows = load_json(reply)
+        parse = Record.parse
+        if self.qvec is None or self.spec is None:  # newest first: the rows carry no distance
+            return hits, None, [parse(meta, created) for meta, created, _ in rows]
         out = []
-        standard = _STANDARD[self.spec.distance] if self.spec is not None else None
+        standard = _STANDARD[self.spec.distance]
         for meta, created, d in rows:
-            r = Record.parse(meta, created)
-            if d is not None and standard is not None:
+            r = parse(meta, created)
+            if d is not None:
                 d = r.raw_distance = float(d)
                 r.distance = standard(d)
             out.append(r)
@@ -194,7 +201,7 @@ class Searcher:
             hits, last, rows = self.records(reply)
         primary = [r.distance if r.distance is not None else -r.updated for r in ok]
         if any(a >= b for a, b in pairwise(primary)):  # else already in page order
-            ok.sort(key=lambda r: r.sort_key)
+            ok.sort(key=_SORT_KEY)
         self.matched = ok
         return ok[self.op.offset : self.need]
 
