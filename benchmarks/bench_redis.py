@@ -206,15 +206,20 @@ def prefix_items(n: int, seed: int) -> list[bench.Item]:
     ]
 
 
-def expected_pages(items: Sequence[bench.Item]) -> dict[bench.Namespace, list[str]]:
-    """Per user prefix, the keys of ``search(prefix, filter={"kind": "fact"}, limit=10)`` in the
+def expected_pages(
+    items: Sequence[bench.Item],
+) -> dict[bench.Namespace, list[tuple[bench.Namespace, str]]]:
+    """Per user prefix, the (namespace, key) of ``search(prefix, filter={"kind": "fact"}, limit=10)`` in the
     documented order: newest first (``bench.load`` writes batch after batch, a batch's items share
     their timestamp), then namespace text, then key."""
-    facts: dict[bench.Namespace, list[tuple[int, str, str]]] = {}
+    facts: dict[bench.Namespace, list[tuple[int, str, str, bench.Namespace]]] = {}
     for i, (ns, key, value) in enumerate(items):
         if value["kind"] == "fact":
-            facts.setdefault(ns[:2], []).append((-(i // bench.BATCH), ".".join(ns), key))
-    return {user: [key for *_, key in sorted(rows)[: bench.K]] for user, rows in facts.items()}
+            facts.setdefault(ns[:2], []).append((-(i // bench.BATCH), ".".join(ns), key, ns))
+    return {
+        user: [(ns, key) for _, _, key, ns in sorted(rows)[: bench.K]]
+        for user, rows in facts.items()
+    }
 
 
 def phase_prefix(runner: bench.Runner, url: str, n: int) -> bench.Results:
@@ -231,10 +236,8 @@ def phase_prefix(runner: bench.Runner, url: str, n: int) -> bench.Results:
 
         def check(store: BaseStore, i: int) -> bool | str:
             user = users[i % len(users)]
-            got = [r.key for r in search(store, i)]
-            return (
-                got == want[user] or f"search {user} kind=fact: {got[:3]}... != {want[user][:3]}..."
-            )
+            got = [(tuple(r.namespace), r.key) for r in search(store, i)]
+            return got == want[user] or f"search {user} kind=fact: {got} != {want[user]}"
 
         for name, store in stores.items():
             runner.check(PREFIX_METRIC, name, len(users), lambda i, s=store: check(s, i))
