@@ -42,7 +42,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from benchmarks.bench_postgres import resolve_dsn
 from benchmarks.bench_redis import resolve_url
-from benchmarks.bench_retrieval import plain_url
+from benchmarks.retrieval_stores import plain_url
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
