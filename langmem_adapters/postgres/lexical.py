@@ -38,10 +38,13 @@ from langmem_adapters.postgres.sql import ITEM_COLUMNS, LIVE, Round, Statement, 
 __all__ = [
     "BACKFILL_PAGE",
     "EXACT_SIZE",
+    "SETTINGS",
     "backfill_plan",
     "fuse_rows",
     "lexical_search",
+    "lexical_settings",
     "needed",
+    "riding",
     "scored_rows",
     "terms_refresh",
     "vector_op",
@@ -56,6 +59,15 @@ BACKFILL_PAGE = 1000
 #: first 50 writes, so counting only bridges that time; a count at the cap stands for "at least".
 EXACT_SIZE = 20_000
 
+#: What the lexical statement is planned with: one kept generic plan (its plan depends on the terms'
+#: counts, found at run time, not on its parameters; planning it costs ~1 ms, running it ~0.2 ms),
+#: sorts allowed (a vector statement before it in the round may have disallowed them), and index
+#: scans rather than a scan of the vector table.
+SETTINGS = (
+    "set_config('plan_cache_mode', 'force_generic_plan', true) || "
+    "set_config('enable_sort', 'on', true) || set_config('enable_seqscan', 'off', true)"
+)
+
 # A lexeme as a tsquery operand: quoted, with quotes and backslashes doubled (tsquery's own escape).
 _OPERAND = "(chr(39) || replace(replace(a.lex, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39))::tsquery"
 
@@ -67,11 +79,11 @@ def lexical_search(
     op: SearchOp,
     conditions: tuple[Condition, ...],
     candidates: int,
-) -> list[Statement]:
+) -> Statement:
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
-    (best first, then namespace and key): ``ITEM_COLUMNS`` and the score, read by the last
-    statement. The first keeps one generic plan for it (its plan depends on the terms' counts,
-    found at run time, not on its parameters; planning it costs ~6 ms, running it <1 ms)."""
+    (best first, then namespace and key): ``ITEM_COLUMNS`` and the score. Sent after
+    :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by
+    :func:`fuse_rows`: the best item is the first row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
@@ -102,11 +114,7 @@ def lexical_search(
         "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
     )
     idf = "ln(1 + (greatest(z.n, w.df) - w.df + 0.5) / (w.df + 0.5))"
-    settings = Statement(
-        "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), "
-        "set_config('enable_sort', 'on', true), set_config('enable_seqscan', 'off', true)"
-    )
-    search = Statement(
+    return Statement(
         f"WITH size AS MATERIALIZED ({size}), "
         f"terms AS MATERIALIZED (SELECT u.i, u.q, {frequency}::float8 AS df "
         f"FROM ({lexemes}) u, size z), "
@@ -115,14 +123,29 @@ def lexical_search(
         f"WHERE w.df <= z.bound AND {ns_sql}) m GROUP BY m.ns, m.key) "
         # Each hit's item by its primary key ("OFFSET 0" keeps the lookup a nested loop: the kept
         # generic plan would otherwise hash-join the hits with a scan of every item).
-        f"SELECT * FROM (SELECT s.*, h.score, max(h.score) OVER () AS best FROM hits h "
+        f"SELECT s.*, h.score FROM hits h "
         f"CROSS JOIN LATERAL (SELECT {ITEM_COLUMNS.format(a='i')} FROM {t.store} i "
-        f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s"
-        f") r WHERE r.score >= {hybrid.floor!r} * r.best "
-        f"ORDER BY r.score DESC, r.ns, r.key LIMIT {int(candidates)}",
+        f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s "
+        f"ORDER BY h.score DESC, s.ns, s.key LIMIT {int(candidates)}",
         [page, hybrid.rare_share, clean_query(op.query or ""), *ns_params, *f_params],
     )
-    return [settings, search]
+
+
+def lexical_settings() -> Statement:
+    """The statement setting what the lexical statement sent next is planned with (``SETTINGS``)."""
+    return Statement(f"SELECT {SETTINGS}")
+
+
+def riding(vector: Statement) -> Statement:
+    """``vector`` (a statement whose rows the caller pools and sorts again) also setting what the
+    lexical statement sent after it is planned with: a one-time filter, evaluated before the first
+    row is read (whether or not rows follow), so the settings need no statement of their own in
+    the round (~0.05 ms of a ~1.2 ms search)."""
+    return Statement(
+        f"SELECT * FROM ({vector.sql}) AS ride WHERE (SELECT {SETTINGS}) IS NOT NULL",
+        vector.params,
+        fetch=vector.fetch,
+    )
 
 
 def terms_refresh(t: Tables, spec: IndexSpec) -> Statement:
@@ -207,6 +230,7 @@ def fuse_rows(
 ) -> list[tuple[Sequence[Any], float]]:
     """The page ``[offset, offset + limit)`` of the reciprocal rank fusion of the two sides' rows
     (each best first, ``ITEM_COLUMNS`` first), with each item's fused score."""
+    lexical_rows = lexical_rows[: hybrid.floored([float(r[6]) for r in lexical_rows])]
     rows = {(r[0], r[1]): r for r in (*lexical_rows, *vector_rows)}
     fused = fuse([(r[0], r[1]) for r in vector_rows], [(r[0], r[1]) for r in lexical_rows], hybrid)
     return [(rows[key], score) for key, score in fused[offset : offset + limit]]

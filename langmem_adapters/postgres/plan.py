@@ -19,7 +19,9 @@ from langmem_adapters.core.ops import plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.postgres.lexical import (
     lexical_search,
+    lexical_settings,
     needed,
+    riding,
     scored_rows,
     terms_refresh,
     vector_op,
@@ -111,8 +113,12 @@ def plan(
             statements += stmts
             searches.append((i, op, conds, len(statements) - 1, n))
             if spec.hybrid is not None:  # the lexical side, in the same round
+                if n is not None:  # rows pooled and sorted here: the settings ride in them
+                    statements[-1] = riding(statements[-1])
+                else:
+                    statements.append(lexical_settings())
                 candidates = spec.hybrid.candidates(op.offset, op.limit)
-                statements += lexical_search(t, spec, spec.hybrid, op, conds, candidates)
+                statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates))
                 lexical[i] = len(statements) - 1
     lists = []
     for i, list_op in batch.lists:

@@ -15,8 +15,9 @@ from langgraph.store.base import PutOp, SearchOp
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.hybrid import fuse
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
-from langmem_adapters.postgres.lexical import lexical_search
-from langmem_adapters.postgres.sql import Round
+from langmem_adapters.postgres.connection import Connections, Session
+from langmem_adapters.postgres.lexical import lexical_search, riding
+from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
 from tests.conftest import hash_index
 
@@ -179,7 +180,7 @@ def test_text_config_and_hostile_lexemes(conn: Any, prefix: str) -> None:
     spec = english.index_spec
     assert spec is not None and spec.hybrid is not None
     # Stemming: "shipping" and "shipped" are one lexeme under the english configuration.
-    *_, statement = lexical_search(
+    statement = lexical_search(
         english.tables, spec, spec.hybrid, SearchOp(("a",), None, 5, 0, "shipping"), (), 5
     )
     with conn.transaction():
@@ -242,7 +243,7 @@ def test_the_lexical_side_ranks_depth_times_the_page(conn: Any, prefix: str) -> 
     query = "memo kiwi mango papaya guava lychee"
     spec = store.index_spec
     assert spec is not None and spec.hybrid is not None
-    *_, statement = lexical_search(
+    statement = lexical_search(
         store.tables, spec, spec.hybrid, SearchOp(("a",), None, 2, 0, query), (), 1000
     )
     with conn.transaction():
@@ -348,3 +349,27 @@ def test_a_refresh_that_cannot_write_never_fails_the_search(conn: Any, prefix: s
     finally:
         conn.execute("SET default_transaction_read_only = off")
     assert conn.execute(f"SELECT count(*) FROM {store.tables.terms}").fetchone() == (0,)
+
+
+def test_the_lexical_settings_ride_in_a_vector_statement_even_without_rows(
+    conn: Any, prefix: str
+) -> None:
+    """What the lexical statement is planned with is set by the vector statement before it in the
+    round (no statement of its own), also when the vector statement finds nothing."""
+    store = store_of(conn, prefix)
+    spec = store.index_spec
+    assert spec is not None
+    empty = Statement(f"SELECT ns, key FROM {store.tables.vectors(spec)} WHERE ns = %s", ["none"])
+    with Session(Connections(conn)) as execute:
+        rows, settings = execute(
+            Round(
+                [
+                    riding(empty),
+                    Statement(
+                        "SELECT current_setting('plan_cache_mode'), "
+                        "current_setting('enable_seqscan'), current_setting('enable_sort')"
+                    ),
+                ]
+            )
+        )
+    assert rows == [] and settings == [("force_generic_plan", "off", "on")]
