@@ -42,7 +42,6 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from benchmarks.bench_postgres import resolve_dsn
 from benchmarks.bench_redis import resolve_url
-from benchmarks.retrieval_stores import plain_url
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
@@ -195,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif backend == "redis":
             stores = redis_stores(resolve_url(args.url), puts, "query_engine")
         elif backend == "redis-plain":
-            stores = redis_stores(plain_url(args.plain_url), puts, "plain")
+            stores = redis_stores(resolve_url(args.plain_url, modules=False), puts, "plain")
             chosen = asked[: max(2, args.plain_queries)]  # each search reads every item
         else:
             raise SystemExit(f"unknown backend {backend!r}")

@@ -56,15 +56,18 @@ TARGETS: dict[str, float] = {
 }
 
 
-def resolve_url(arg: str | None) -> str:
-    """``--url``, else ``LANGMEM_BENCH_REDIS_URL``, else a fresh Redis with the Query Engine."""
+def resolve_url(arg: str | None, modules: bool = True) -> str:
+    """``arg`` (``--url``), else ``LANGMEM_BENCH_REDIS_URL``, else a fresh Redis with the Query
+    Engine; without ``modules``, ``LANGMEM_BENCH_REDIS_PLAIN_URL``, else a fresh Redis without."""
     if arg:
         return arg
-    if env := os.environ.get("LANGMEM_BENCH_REDIS_URL"):
+    if env := os.environ.get(
+        "LANGMEM_BENCH_REDIS_URL" if modules else "LANGMEM_BENCH_REDIS_PLAIN_URL"
+    ):
         return env
     from tests import servers
 
-    return servers.redis_url(modules=True)
+    return servers.redis_url(modules=modules)
 
 
 def server_info(dsn: str) -> dict[str, str]:

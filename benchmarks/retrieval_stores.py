@@ -4,7 +4,6 @@ every mode of one loaded table or prefix shares (see that benchmark's docstring 
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +26,6 @@ __all__ = [
     "fixed_search",
     "hybrid_option",
     "index",
-    "plain_url",
     "postgres_store",
     "redis_store",
 ]
@@ -162,17 +160,6 @@ def settled(dsn: str, place: str) -> None:
     """Nothing to settle after a load (Redis keeps no planner statistics)."""
 
 
-def plain_url(arg: str | None) -> str:
-    """``--plain-url``, else ``LANGMEM_BENCH_REDIS_PLAIN_URL``, else a fresh Redis without modules."""
-    if arg:
-        return arg
-    if env := os.environ.get("LANGMEM_BENCH_REDIS_PLAIN_URL"):
-        return env
-    from tests import servers
-
-    return servers.redis_url(modules=False)
-
-
 #: Per backend: how its server is found (the option, an environment variable, else started here),
 #: how a store in a mode is opened on it, and what follows a load (server, place).
 BACKENDS: dict[
@@ -180,7 +167,7 @@ BACKENDS: dict[
 ] = {
     "postgres": (resolve_dsn, postgres_store, analyze),
     "redis": (resolve_url, redis_store, settled),
-    "redis-plain": (plain_url, partial(redis_store, plain=True), settled),
+    "redis-plain": (partial(resolve_url, modules=False), partial(redis_store, plain=True), settled),
 }
 
 
