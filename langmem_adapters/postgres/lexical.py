@@ -106,10 +106,11 @@ def lexical_search(
         f"{sql.tsvector_sql(hybrid.text_config, '%s')})) WITH ORDINALITY AS a(lex, i)"
     )
     # Document frequencies: a common lexeme by its recorded share, any other (rare: few rows to
-    # visit) counted exactly, up to one past the bound.
+    # visit) counted exactly, up to one past the bound. (The copy's '' row is no lexeme: a
+    # tsvector holds none empty.)
     frequency = (
         f"coalesce((SELECT greatest(1, s.f * z.n) FROM {t.terms} s WHERE z.known "
-        f"AND s.tbl = '{vt}' AND s.lex = u.lex AND s.lex <> ''), "
+        f"AND s.tbl = '{vt}' AND s.lex = u.lex), "
         f"(SELECT count(*) FROM (SELECT 1 FROM {vt} x WHERE x.tsv @@ u.q "
         "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
     )
