@@ -16,44 +16,38 @@ the Query Engine weigh and pick a query's words by the whole table or index, so 
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["K1", "REFRESH_S", "B", "Corpus", "bm25"]
+from langmem_adapters.core.refresh import Refreshed
+
+__all__ = ["K1", "B", "Corpus", "bm25"]
 
 #: Term-frequency saturation: the usual default (Lucene, Elasticsearch, the Redis Query Engine).
 K1 = 1.2
 #: Length normalisation: the usual default.
 B = 0.75
-#: How old a :class:`Corpus` may get before it is counted again (seconds): as the Query Engine's
-#: word counts and every store's table sizes, re-read at most once a minute.
-REFRESH_S = 60.0
 
 
 @dataclass
-class Corpus:
+class Corpus(Refreshed):
     """A collection's word statistics: ``size`` texts holding words, ``length`` words in all, and
     ``df``, how many texts hold each word, for the words at least two hold (a word held by one text
     or none is found by counting the searched texts: they are part of the collection, so what they
     hold is then exact; leaving those out keeps one entry per word that recurs, not per identifier).
-    Counted at most once every :data:`REFRESH_S` seconds; the texts a search ranks are a lower
-    bound of it meanwhile (:meth:`held`)."""
+    Counted at most once a minute (:class:`~langmem_adapters.core.refresh.Refreshed`); the texts a
+    search ranks are a lower bound of it meanwhile (:meth:`held`)."""
 
     size: int = 0
     length: int = 0
     df: dict[str, int] = field(default_factory=dict)
-    checked: float | None = None
-
-    def stale(self) -> bool:
-        """Whether it is to be counted again (never counted, or counted over a minute ago)."""
-        return self.checked is None or time.monotonic() - self.checked > REFRESH_S
 
     def update(self, size: int, length: int, df: Iterable[tuple[str, int]]) -> None:
         """Set from a new count: ``df`` the (word, texts holding it) pairs, every word or some."""
-        self.size, self.length, self.checked = size, length, time.monotonic()
+        self.size, self.length = size, length
         self.df = {w: n for w, n in df if n >= 2}
+        self.mark()
 
     def held(self, word: str, searched: int) -> int:
         """Texts of the collection holding ``word``, ``searched`` of them among the searched ones."""

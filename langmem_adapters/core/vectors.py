@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -15,6 +14,7 @@ from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_pat
 
 from langmem_adapters.core.bm25 import Corpus
 from langmem_adapters.core.hybrid import HybridSpec
+from langmem_adapters.core.refresh import Refreshed
 from langmem_adapters.errors import (
     EmbeddingDimensionError,
     InvalidArgumentError,
@@ -152,17 +152,14 @@ def check_vectors(
 
 
 @dataclass
-class VectorStats:
+class VectorStats(Refreshed):
     """How many vectors an index holds (a backend may cap the count), re-read at most once a minute."""
 
     count: int | None = None
-    checked: float = 0.0
-
-    def stale(self) -> bool:
-        return self.count is None or time.monotonic() - self.checked > 60
 
     def update(self, count: int) -> None:
-        self.count, self.checked = count, time.monotonic()
+        self.count = count
+        self.mark()
 
 
 @dataclass
@@ -175,7 +172,7 @@ class SearchStats:
     prefixes: dict[str, VectorStats] = field(default_factory=dict)
     calibration: Calibrator | None = None
     #: When the Postgres lexical side's copy of the word statistics was last renewed.
-    lexicon: VectorStats = field(default_factory=VectorStats)
+    lexicon: Refreshed = field(default_factory=Refreshed)
     #: How many items hold each word: a hybrid search's lexical side leaves common words out.
     terms: dict[str, VectorStats] = field(default_factory=dict)
     #: The collection's word statistics where a search counts them itself (Redis plain mode).

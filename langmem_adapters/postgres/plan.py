@@ -84,7 +84,7 @@ def plan(
     if qvecs and spec is not None and spec.hybrid is not None and stats.lexicon.stale():
         # The lexical side's copy of the word statistics, renewed about once a minute.
         yield Round([terms_refresh(t, spec)])
-        stats.lexicon.update(0)
+        stats.lexicon.mark()
     ef, narrow, broad = 100, set[str](), set[str]()
     if qvecs and spec is not None and spec.kind != "exact":
         ef, narrow, broad = yield from search_sizes(

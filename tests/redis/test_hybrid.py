@@ -16,8 +16,9 @@ import redis
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 from redis.cluster import ClusterNode, RedisCluster
 
-from langmem_adapters.core.bm25 import REFRESH_S, bm25
+from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
+from langmem_adapters.core.refresh import REFRESH_S
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
 from tests import servers
