@@ -177,6 +177,11 @@ class SearchStats:
     terms: dict[str, VectorStats] = field(default_factory=dict)
     #: The collection's word statistics where a search counts them itself (Redis plain mode).
     corpus: Corpus = field(default_factory=Corpus)
+    #: Documents in the Redis items index, 0 while it is not fully built: from a size on, its
+    #: newest-first searches try the search script's shortcuts (``redis/search.py``).
+    items: VectorStats = field(default_factory=VectorStats)
+    #: Per Redis query, the last updated_at of its last newest-first window (``redis/search.py``).
+    sort_edges: dict[str, int] = field(default_factory=dict)
 
     def prefix(self, key: str) -> VectorStats:
         return _bounded(self.prefixes, key)

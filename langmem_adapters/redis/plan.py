@@ -23,7 +23,13 @@ from langmem_adapters.redis.lexical import Lexical, sides
 from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import Searcher, knn_settings, unscored_tail
+from langmem_adapters.redis.search import (
+    Searcher,
+    knn_settings,
+    read_items_info,
+    sort_optimizer,
+    unscored_tail,
+)
 from langmem_adapters.redis.writes import (
     Vectors,
     delete_entry,
@@ -78,7 +84,9 @@ def plan(
     if need_registry:
         calls.append(Call(("ZRANGE", keys.registry, f"({now_ms}", "+inf", "BYSCORE")))
     searchers: list[tuple[int, Searcher, int, Lexical | None, int]] = []
-    if mode == "query_engine":
+    info: list[Call] = []  # the items index's FT.INFO, sent last in the round when stale
+    if mode == "query_engine" and batch.searches:
+        info, edges = sort_optimizer(keys, stats)
         for i, op, conds in batch.searches:
             if op.limit == 0:
                 results[i] = []
@@ -86,6 +94,7 @@ def plan(
             qvec = qvecs.get(op.query or "")
             s, lex = sides(keys, spec, op, conds, qvec, ef, broad, stats or SearchStats())
             s.brute_force(exact)
+            s.edges = edges
             # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
             # more often, and a longer KNN window costs the server next to nothing.
             window = max(2 * s.need, 20) if s.qvec is not None else max(s.need + 1, 10)
@@ -94,7 +103,9 @@ def plan(
             sent = lex.calls() if lex else []
             searchers.append((i, s, window, lex, 1 + len(sent)))
             calls += [s.call(window), *sent]
-    replies = (yield Round(calls)) if calls else []
+    replies = (yield Round(calls + info)) if calls or info else []
+    if info and stats is not None:
+        read_items_info(stats, replies[-1])
 
     touch: dict[tuple[str, str], float] = {}
     for (i, get), reply in zip(batch.gets, replies):

@@ -18,6 +18,10 @@ MODES = ("auto", "query_engine", "plain")
 #: The items index's field of a hybrid store's words (see ``redis/lexical.py``): no stemming, so an
 #: identifier matches exactly and any language alike.
 TEXT_FIELD = ("w", "TEXT", "NOSTEM")
+#: The items index's indexed copy of ``u`` (updated_at), through which the search script reads only
+#: the newest matches (``redis/search.py``): ``u`` itself is sortable but not indexed, as it was
+#: once only sorted by, and an attribute's indexing cannot be changed in place.
+SORTED_FIELD = ("u", "AS", "o", "NUMERIC")
 
 
 def check_mode(mode: Any) -> None:
@@ -76,6 +80,8 @@ def setup_plan(
         calls += [Call(_create_index(keys, spec, fresh))] if spec is not None else []
         if spec is not None and spec.hybrid is not None:  # an index made before gets the field
             calls.append(Call(("FT.ALTER", keys.index(None), "SCHEMA", "ADD", *TEXT_FIELD)))
+        if recorded:  # an items index made before gets ``o`` (scanned in the background)
+            calls.append(Call(("FT.ALTER", keys.index(None), "SCHEMA", "ADD", *SORTED_FIELD)))
         for created in (yield Round(calls, check=False)):
             if isinstance(created, Exception) and not _exists(created):
                 raise created
@@ -105,7 +111,7 @@ def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tu
     ``fresh``: the prefix has no keys, so the index skips its initial scan."""
     if spec is None:
         schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
-        schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX"]  # sorted by, never filtered on
+        schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX", *SORTED_FIELD]
         schema += [*TEXT_FIELD]  # a hybrid store's words; absent from other stores' items
         on, prefix = "HASH", f"{keys.prefix}:i:"
     else:

@@ -23,8 +23,12 @@ from langmem_adapters.redis.tokens import path_token, pushdown
 __all__ = [
     "EF_RUNTIME",
     "EXACT_BELOW",
+    "SORT_FROM",
+    "SORT_UP_TO",
     "Searcher",
     "knn_settings",
+    "read_items_info",
+    "sort_optimizer",
     "total_results",
     "unscored_tail",
 ]
@@ -49,6 +53,20 @@ EVERY = "-@p:{none}"
 # The most rows one FT.SEARCH returns (the server's MAXSEARCHRESULTS default): a search serves at most
 # this many rows, so a larger ``offset + limit`` reads that many (docs/semantics.md).
 MAX_WINDOW = 1_000_000
+
+# From this many documents in the items index, a newest-first search tries the search script's
+# shortcuts first (``lua/search.lua``): the query within the newest updated_at range that held its
+# last window, or else RediSearch's sort optimizer, each kept only when provably exact. The plain
+# query gathers and sorts every match, so its cost grows with the matches, which an index this small
+# keeps at a few thousand at most; the shortcuts read the newest ranges of the indexed timestamp
+# ``o`` and cost about the same at any size, but on a small index the optimizer's guess of the
+# ranges to read is coarse and often gives a short window, which then costs the plain query too.
+# Measured at 100k items (50 users x 5 topics, a user's prefix and ``kind == "fact"``, limit 10):
+# plain 0.88 ms, within the last edge 0.34 ms, the optimizer 0.34 ms plus its check 0.3 ms.
+SORT_FROM = 50_000
+# The widest window tried with the optimizer: it allocates its heap at the window's size up front,
+# and a page this deep costs the plain sort little more than the rows it returns.
+SORT_UP_TO = 10_000
 
 # The Query Engine's distance as pgvector's (what ``IndexSpec.score`` takes): it reports 1 - dot for
 # inner product and the squared Euclidean distance for l2.
@@ -104,6 +122,9 @@ class Searcher:
         )
         self.need = op.offset + op.limit
         self.matched: list[Record] = []  # after ``run``: the rows that passed, in page order
+        #: When set, newest-first windows try the search script's shortcuts first, and this maps a
+        #: query to the last updated_at of its last window so read (see :func:`sort_optimizer`).
+        self.edges: dict[str, int] | None = None
 
     def brute_force(self, tokens: Collection[str]) -> None:
         """Search exactly, by a brute-force scan of the prefix's documents, when its token (``""``:
@@ -142,9 +163,14 @@ class Searcher:
             ]
         # A KNN page whose conditions the server answered needs only its own rows (and ties).
         load = self.need if self.exact and params else 0
+        shortcut, guess = 0, ""
+        if not params and self.edges is not None and window <= SORT_UP_TO:
+            shortcut, guess = window, str(self.edges.get(f"{window} {query}", ""))
         return Call(
             (
                 load,
+                shortcut,
+                guess,
                 self.keys.index(self.spec if params else None),
                 query,
                 "SORTBY",
@@ -161,11 +187,20 @@ class Searcher:
             script="search",
         )
 
-    def records(self, reply: Any) -> tuple[int, float | None, list[Record]]:
-        """How many rows the window held, the last one's distance, and the rows read back."""
+    def records(self, reply: Any, window: int) -> tuple[int, float | None, list[Record]]:
+        """How many rows the window held, the last one's distance, and the rows read back (and
+        for a newest-first window of the shortcuts, its edge kept for the next such window)."""
         hits, last, rows = load_json(reply)
         parse = Record.parse
         if self.qvec is None or self.spec is None:  # newest first: the rows carry no distance
+            if self.edges is not None:  # a full window gives its edge; a short one none
+                at = f"{min(window, MAX_WINDOW)} {self._query()}"
+                if last is None:
+                    self.edges.pop(at, None)
+                else:
+                    if len(self.edges) >= 4096:
+                        self.edges.clear()
+                    self.edges[at] = last
             return hits, None, [parse(meta, created) for meta, created, _ in rows]
         out = []
         standard = _STANDARD[self.spec.distance]
@@ -190,7 +225,7 @@ class Searcher:
         It also widens while the page's last row ties (same updated_at: one batch; same distance:
         same text) with the window's last row, so the (namespace, key) tie-break is exact.
         """
-        hits, last, rows = self.records(first_reply)
+        hits, last, rows = self.records(first_reply, window)
         while True:
             ok = rows if self.exact else [r for r in rows if self._ok(r)]
             edge = last if last is not None else self._primary(rows[-1]) if rows else None
@@ -198,7 +233,7 @@ class Searcher:
                 break
             window *= 4
             (reply,) = yield Round([self.call(window)])
-            hits, last, rows = self.records(reply)
+            hits, last, rows = self.records(reply, window)
         primary = [r.distance if r.distance is not None else -r.updated for r in ok]
         if any(a >= b for a, b in pairwise(primary)):  # else already in page order
             ok.sort(key=_SORT_KEY)
@@ -225,6 +260,7 @@ def unscored_tail(
         s.conds,
         None,
     )
+    newest.edges = s.edges
     window = max(newest.need + 1, 10)
     (reply,) = yield Round([newest.call(window)])
     rows = yield from newest.run(reply, window)
@@ -238,11 +274,43 @@ def total_results(reply: Any) -> int:
     return int(reply[0])
 
 
-def _num_docs(info: Any) -> int:
-    """``num_docs`` of an FT.INFO reply (a map under RESP3, a flat field/value list under RESP2)."""
+def _info(info: Any, name: str) -> Any:
+    """A field of an FT.INFO reply (a map under RESP3, a flat field/value list under RESP2)."""
     if not isinstance(info, dict):
         info = dict(zip(info[::2], info[1::2]))
-    return int(float(text(info.get("num_docs", info.get(b"num_docs", 0)))))
+    return info.get(name, info.get(name.encode()))
+
+
+def _num_docs(info: Any) -> int:
+    """``num_docs`` of an FT.INFO reply."""
+    return int(float(text(_info(info, "num_docs") or 0)))
+
+
+def sort_optimizer(
+    keys: Keys, stats: SearchStats | None
+) -> tuple[list[Call], dict[str, int] | None]:
+    """The edges of the last windows (``stats.sort_edges``, for :attr:`Searcher.edges`) when this
+    batch's newest-first searches try the search script's shortcuts: when the items index held at
+    least :data:`SORT_FROM` documents, all indexed, when last read (``stats.items``); and the
+    ``FT.INFO`` to send with the batch's searches when that reading is over a minute old (read back
+    by :func:`read_items_info`: the batch itself goes by the reading before, costing no round).
+    Without ``stats`` nothing is kept between batches: neither."""
+    if stats is None:
+        return [], None
+    calls = [Call(("FT.INFO", keys.index(None)))] if stats.items.stale() else []
+    size = stats.items.count or 0
+    return calls, stats.sort_edges if size and size >= SORT_FROM else None
+
+
+def read_items_info(stats: SearchStats, info: Any) -> None:
+    """Keep the items index's size from an ``FT.INFO`` reply, as 0 unless the index is fully built
+    and has the indexed timestamp ``o``: while an index scans its documents (after ``FT.ALTER``
+    added ``o`` to an index made before it), ``o`` is missing from the documents not yet scanned,
+    which the optimizer and its check would both miss."""
+    has_o = any(text(_info(a, "attribute")) == "o" for a in _info(info, "attributes") or [])
+    built = float(text(_info(info, "percent_indexed") or 0)) >= 1
+    built = built and not int(float(text(_info(info, "indexing") or 0)))
+    stats.items.update(_num_docs(info) if has_o and built else 0)
 
 
 def knn_settings(

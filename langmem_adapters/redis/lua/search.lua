@@ -1,4 +1,4 @@
--- FT.SEARCH with ARGV[2..] as its arguments (NOCONTENT, or RETURN 1 d for KNN), then the meta and
+-- FT.SEARCH with ARGV[4..] as its arguments (NOCONTENT, or RETURN 1 d for KNN), then the meta and
 -- created_at of the hits read here, as one bulk reply that parses far faster than the nested one:
 -- [hits, distance of the last hit or null, [[meta, created, distance or null], ...]]. A KNN hit is
 -- an item's vector document (P:v:...), read through its item (P:i:...); one whose item has no
@@ -6,10 +6,52 @@
 -- ARGV[1] > 0 reads only that many hits plus those tied with the last of them (a KNN page whose
 -- rows all match needs no more); 0 reads every hit. A hit whose key expired reads as nil and is left
 -- out; ``hits`` still counts it, so the caller can tell a short window from an exhausted result.
+-- ARGV[2] > 0: a newest-first window of that many rows (ARGV[4] the index, ARGV[5] the query) read
+-- by a shortcut first when one is exact (below), ARGV[3] a guess for it ('' none); the reply's
+-- second field is then the window's last updated_at when the window is full (else null).
 -- The reply is one table.concat of its pieces: Lua hashes and copies every string it makes, and a
 -- string per row plus a joined body cost a fifth of the script beside its FT.SEARCH (measured).
-local load = tonumber(ARGV[1])
-local r = redis.call('FT.SEARCH', unpack(ARGV, 2))
+local load, w, guess = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local r, edge
+if w > 0 then
+  -- The plain query gathers and sorts every match. Two shortcuts read only the newest ones, through
+  -- ``o`` (the indexed copy of ``u``), and are kept only when provably the same window:
+  -- 1. the query within ``o >= guess`` (the last such window's edge): when at least ``w`` matches are
+  --    that new, the ``w`` newest matches are all among them, and this query sorts them all;
+  -- 2. RediSearch's sort optimizer (WITHOUTCOUNT), which walks the newest ranges of ``o`` but may
+  --    return a short window or miss rows: kept when full and when the matches newer than its last
+  --    row, counted by the index, are exactly its rows newer than that row.
+  local idx, q = ARGV[4], ARGV[5]
+  local function within(range) return q == '*' and range or (q .. ' ' .. range) end
+  if guess ~= '' then
+    local h = redis.call('FT.SEARCH', idx, within('@o:[' .. guess .. ' +inf]'), 'SORTBY', 'u',
+      'DESC', 'LIMIT', 0, w, 'NOCONTENT', 'WITHSORTKEYS', 'DIALECT', 2)
+    if h[1] >= w then r = h end
+  end
+  if not r then
+    local o = redis.call('FT.SEARCH', idx, q, 'SORTBY', 'o', 'DESC', 'WITHOUTCOUNT', 'LIMIT', 0, w,
+      'NOCONTENT', 'WITHSORTKEYS', 'DIALECT', 2)
+    if #o == 2 * w + 1 then
+      local e = string.sub(o[#o], 2)  -- a sort key is '#' and the number
+      local last, newer = tonumber(e), 0
+      for i = 3, #o, 2 do
+        if tonumber(string.sub(o[i], 2)) > last then newer = newer + 1 end
+      end
+      local c = redis.call('FT.SEARCH', idx, within('@o:[(' .. e .. ' +inf]'), 'LIMIT', 0, 0,
+        'DIALECT', 2)
+      if c[1] == newer then r = o end
+    end
+  end
+  -- else the plain query, whose last sort key is the next guess (none when the window is short:
+  -- every match is in it, and the range of a guess would hold them all)
+  r = r or redis.call('FT.SEARCH', idx, q, 'SORTBY', 'u', 'DESC', 'LIMIT', 0, w, 'NOCONTENT',
+    'WITHSORTKEYS', 'DIALECT', 2)
+  if #r == 2 * w + 1 then edge = string.sub(r[#r], 2) end
+  local ids = {0}  -- the count's place (read as #r - 1 below)
+  for i = 2, #r, 2 do ids[#ids + 1] = r[i] end
+  r = ids
+end
+r = r or redis.call('FT.SEARCH', unpack(ARGV, 4))
 local rows, n, sep = {''}, 1, '['
 if type(r[3]) ~= 'table' then
   -- NOCONTENT (or no hits): item hashes, in order; every hit is read (it has no distance to tie on,
@@ -22,7 +64,7 @@ if type(r[3]) ~= 'table' then
       n, sep = n + 5, ',['
     end
   end
-  rows[1] = '[' .. (#r - 1) .. ',null,['
+  rows[1] = '[' .. (#r - 1) .. ',' .. (edge or 'null') .. ',['
   rows[n + 1] = ']]'
   return table.concat(rows)
 end
