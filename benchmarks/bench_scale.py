@@ -9,8 +9,9 @@ and, with a ``HashEmbeddings`` index, vector search in a namespace and global. I
 the growth factor per 10x of N (how many times slower, per tenfold items; 1.0 is flat) and ours /
 official. Plus the ratios to the physical limit: our put (single) and get next to the bare statement
 (Postgres: psycopg with ``prepare=True``, the very SQL our store sends, built by its own statement
-builders) or bare command (Redis: one ``HSET`` of the item hash / the ``HMGET`` our get sends) on the
-same server in the same run, as a fraction of that limit.
+builders) or bare command (Redis: one ``HSET`` of the item hash / the ``HMGET`` our get sends; and
+for the put also the very script call it sends, as Postgres's line) on the same server in the same
+run, as a fraction of that limit.
 
 Examples::
 
@@ -46,11 +47,14 @@ from benchmarks import bench_redis
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.ops import Write
 from langmem_adapters.postgres import PostgresStore as OursPostgres
+from langmem_adapters.postgres.search import EXACT_BELOW as PG_EXACT_BELOW
 from langmem_adapters.postgres.search import get_statement
 from langmem_adapters.postgres.writes import write_statements
 from langmem_adapters.redis import RedisStore as OursRedis
 from langmem_adapters.redis.layout import NO_EXPIRY
-from langmem_adapters.redis.writes import put_entry
+from langmem_adapters.redis.scripts import SCRIPTS, SHA
+from langmem_adapters.redis.search import EXACT_BELOW as REDIS_EXACT_BELOW
+from langmem_adapters.redis.writes import put_entry, write_rounds
 
 USERS, TOPICS, K = 50, 5, 10
 KINDS = bench.KINDS
@@ -58,6 +62,11 @@ BACKENDS = ("postgres", "redis")
 # Index-backed workloads: the issue's target is at most this growth per 10x of N.
 FLAT = ("get", "filtered search (user prefix)", "list_namespaces", "vector search (namespace)")
 GROWTH_TARGET = 1.5
+#: Searches before the vector workloads are timed: more distinct queries than the 40 a store's
+#: recall measurement waits for (see :func:`calibrated`).
+WARM = 64
+#: The smaller of the backends' ``exact_below`` defaults: an index this small is never calibrated.
+EXACT_BELOW = min(PG_EXACT_BELOW, REDIS_EXACT_BELOW)
 LIMIT_TARGETS = {"postgres": 0.8, "redis": 0.7}
 Rates = dict[str, dict[str, float]]  # workload -> store -> ops/s
 #: A bare put, a bare get (each ``(i, item)``) and the closing of their connection.
@@ -188,12 +197,14 @@ def bare_redis(store: OursRedis, url: str) -> Bare:
 def bare_redis_same_work(
     store: OursRedis, url: str
 ) -> dict[str, Callable[[int, bench.Item], None]]:
-    """Two more bare puts, for what ours does beyond one ``HSET`` of three fields: ``same hash``
+    """Three more bare puts, for what ours does beyond one ``HSET`` of three fields: ``same hash``
     is one ``HSET`` of the very fields our put stores (built by its own encoder: the meta, created,
     updated and expiry, and the namespace and value tags the Query Engine indexes); ``atomic`` adds
     the namespace bookkeeping our script does (the item's ZSET entry and the registry entry, with
     their expiries) as one ``MULTI``/``EXEC`` of the same commands, without the script's read of
-    the stored item (which keeps ``created_at``)."""
+    the stored item (which keeps ``created_at``); ``same command`` is the very ``EVALSHA`` of the
+    write script our put sends, its arguments built by our builders, sent through redis-py: the
+    measure Postgres's bare statement and the Redis get's ``HMGET`` are, what our layers cost."""
     client = redis.Redis.from_url(url)
     mode = store.mode or "query_engine"
 
@@ -221,7 +232,21 @@ def bare_redis_same_work(
         pipe.persist(store.keys.registry)
         pipe.execute()
 
-    return {"bare put (same hash)": same_hash, "bare put (atomic)": atomic}
+    def same_command(i: int, item: bench.Item) -> None:
+        ns, key, value = item
+        ns_text, now = nsp.join(ns), time.time_ns() // 1000
+        w = Write(ns, key, value, json.dumps(value), None, None)
+        entry = put_entry(mode, ns_text, w, now, [], "p")
+        (request,) = write_rounds(store.keys, mode, now, [entry], False)
+        (call,) = request.calls
+        client.evalsha(SHA["write"], len(call.keys), *call.keys, *call.args)
+
+    client.script_load(SCRIPTS["write"])
+    return {
+        "bare put (same hash)": same_hash,
+        "bare put (atomic)": atomic,
+        "bare put (same command)": same_command,
+    }
 
 
 # --------------------------------------------------------------------------- phases
@@ -315,6 +340,27 @@ def plain_phase(
     return out, {**fractions, **{f"{k}, ops/s": v for k, v in limit.items()}}
 
 
+def calibrated(ours: BaseStore, warm: Callable[[int], object], n: int) -> None:
+    """Our store in its steady state before it is timed: a store measures its recall in the
+    background once its index grew and 40 distinct queries came (seconds at 100k, during which the
+    searches share the server with it: on Redis its exact scans hold the server's main thread), so
+    ``WARM`` searches (``warm(i)``) run first and the store's own measurement is awaited; what it
+    took is printed (``vector_stats().seconds``). An index of at most ``EXACT_BELOW`` vectors is
+    searched exactly and never measured."""
+    for i in range(WARM):
+        warm(i)
+    deadline = time.monotonic() + 600
+    stats = ours.vector_stats()  # type: ignore[attr-defined]
+    while stats.size > EXACT_BELOW and stats.measured_at is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        stats = ours.vector_stats()  # type: ignore[attr-defined]
+    print(
+        f"  ours at N={n:,}: {stats.mode}, breadth {stats.breadth}, recall@10 {stats.recall}"
+        f" (measured in {stats.seconds} s on {stats.real_queries} real queries)",
+        file=sys.stderr,
+    )
+
+
 def vector_phase(runner: bench.Runner, backend: str, where: str, data: list[bench.Item]) -> Rates:
     """Indexed batch put, then vector search in one topic namespace and over every item."""
     cfg = runner.cfg
@@ -338,6 +384,8 @@ def vector_phase(runner: bench.Runner, backend: str, where: str, data: list[benc
                 (), query=queries[i % len(queries)], limit=K
             ),
         }
+        ours = stores["ours"]
+        calibrated(ours, lambda i: workloads["vector search (namespace)"](ours, i), len(data))
         want = {
             "vector search (namespace)": min(K, len(data) // len(nss)),
             "vector search (global)": K,
