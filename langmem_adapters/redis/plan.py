@@ -27,7 +27,7 @@ from langmem_adapters.redis.search import (
     Searcher,
     knn_settings,
     read_items_info,
-    sort_optimizer,
+    shortcuts,
     unscored_tail,
 )
 from langmem_adapters.redis.writes import (
@@ -86,7 +86,7 @@ def plan(
     searchers: list[tuple[int, Searcher, int, Lexical | None, int]] = []
     info: list[Call] = []  # the items index's FT.INFO, sent last in the round when stale
     if mode == "query_engine" and batch.searches:
-        info, edges = sort_optimizer(keys, stats)
+        info, edges = shortcuts(keys, stats)
         for i, op, conds in batch.searches:
             if op.limit == 0:
                 results[i] = []

@@ -28,7 +28,7 @@ __all__ = [
     "Searcher",
     "knn_settings",
     "read_items_info",
-    "sort_optimizer",
+    "shortcuts",
     "total_results",
     "unscored_tail",
 ]
@@ -61,11 +61,12 @@ MAX_WINDOW = 1_000_000
 # keeps at a few thousand at most; the shortcuts read the newest ranges of the indexed timestamp
 # ``o`` and cost about the same at any size, but on a small index the optimizer's guess of the
 # ranges to read is coarse and often gives a short window, which then costs the plain query too.
-# Measured at 100k items (50 users x 5 topics, a user's prefix and ``kind == "fact"``, limit 10):
-# plain 0.88 ms, within the last edge 0.34 ms, the optimizer 0.34 ms plus its check 0.3 ms.
+# Measured (50 users x 5 topics, a user's prefix and ``kind == "fact"``, limit 10, one search
+# through our store): at 10k items plain 0.37 ms against 0.44 ms, at 100k 1.01 against 0.44 ms, at 1M
+# 6.2 against 0.31 ms (docs/benchmarks.md).
 SORT_FROM = 50_000
-# The widest window tried with the optimizer: it allocates its heap at the window's size up front,
-# and a page this deep costs the plain sort little more than the rows it returns.
+# The widest window the shortcuts are tried for: the optimizer allocates its heap at the window's
+# size up front, and a page this deep costs the plain sort little more than the rows it returns.
 SORT_UP_TO = 10_000
 
 # The Query Engine's distance as pgvector's (what ``IndexSpec.score`` takes): it reports 1 - dot for
@@ -123,7 +124,7 @@ class Searcher:
         self.need = op.offset + op.limit
         self.matched: list[Record] = []  # after ``run``: the rows that passed, in page order
         #: When set, newest-first windows try the search script's shortcuts first, and this maps a
-        #: query to the last updated_at of its last window so read (see :func:`sort_optimizer`).
+        #: query to the last updated_at of its last window so read (see :func:`shortcuts`).
         self.edges: dict[str, int] | None = None
 
     def brute_force(self, tokens: Collection[str]) -> None:
@@ -286,9 +287,7 @@ def _num_docs(info: Any) -> int:
     return int(float(text(_info(info, "num_docs") or 0)))
 
 
-def sort_optimizer(
-    keys: Keys, stats: SearchStats | None
-) -> tuple[list[Call], dict[str, int] | None]:
+def shortcuts(keys: Keys, stats: SearchStats | None) -> tuple[list[Call], dict[str, int] | None]:
     """The edges of the last windows (``stats.sort_edges``, for :attr:`Searcher.edges`) when this
     batch's newest-first searches try the search script's shortcuts: when the items index held at
     least :data:`SORT_FROM` documents, all indexed, when last read (``stats.items``); and the
