@@ -243,9 +243,22 @@ def guarded(
     vectors. A failed plan makes the next one check again: a ``reindex`` elsewhere may have dropped
     the vectors it used."""
     touches, writes, changes = uses_vectors(ops) if ops is not None else (True, True, True)
-    if not touches:
-        return (yield from build())  # gets, listings, plain searches: no vector involved
-    if spec is not None and guard.due():
+    if not touches or spec is None:
+        # Gets, listings, plain searches, or a store without vectors: nothing to check.
+        return build()
+    return _checked(guard, spec, access, build, writes, changes)
+
+
+def _checked(
+    guard: IdentityGuard,
+    spec: IndexSpec,
+    access: Callable[[], IdentityAccess],
+    build: Callable[[], Generator[Any, Any, R]],
+    writes: bool,
+    changes: bool,
+) -> Generator[Any, Any, R]:
+    """:func:`guarded`'s plan for a batch that touches vectors."""
+    if guard.due():
         yield from guard.check(spec.embeddings, spec.dims, access(), writes)
     switches = guard.switches
     try:

@@ -75,6 +75,11 @@ def plan(
         if refresh:
             yield Round([refresh_statement(t, list(refresh))])
         return results
+    if spec is None and not (batch.gets or batch.searches or batch.lists):
+        # Only writes, and no vectors to write (the commonest write): one round, none of the read work.
+        item_writes, _ = write_statements(t, None, batch.writes, {}, if_absent)
+        rows = yield Round(item_writes, tx=if_absent)
+        return bool(rows[0]) if if_absent else results
     qvecs: dict[str, str] = {}
     vectors: ItemVectors = {}
     if spec is not None:

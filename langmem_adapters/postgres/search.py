@@ -57,8 +57,15 @@ def _get_sql(t: Tables, source: str) -> str:
 
 def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     """One statement reading the live items of a batch's gets (``ITEM_COLUMNS``)."""
+    if len(gets) == 1:  # the commonest batch, on the one-row shape without building it
+        ((_, op),) = gets
+        return Statement(_get_sql(t, _ONE_KEY), [nsp.join(op.namespace), op.key])
     source, params = row_source(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
     return Statement(_get_sql(t, source), params)
+
+
+#: The row source of a one-item get (what ``row_source`` gives for one key).
+_ONE_KEY = row_source(KEY, [("", "")])[0]
 
 
 # Up to this many rows (offset + limit), a plain search under a prefix walks each namespace newest
