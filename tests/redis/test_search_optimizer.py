@@ -303,3 +303,22 @@ def test_a_guess_left_short_by_deletes_is_not_kept(
     want = search()
     _shortcuts(monkeypatch, True)
     assert search() == want and {f"new{i}" for i in range(3)} <= {r[1] for r in want}
+
+
+def test_a_hash_without_updated_at_breaks_no_shortcut(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hash under the store's prefix with tags but no ``u`` (not written by the store) sorts last
+    in the plain query and has no sort key to be an edge: searches still answer the plain page."""
+    store = _store(client)
+    store.batch([PutOp(("a", f"t{i % 2}"), f"k{i}", {"i": i}) for i in range(12)])
+    stray = store.keys.item("a.t0", "stray")
+    tags = client.hget(store.keys.item("a.t0", "k0"), "p")
+    client.hset(stray, mapping={"p": tags or b""})
+    _shortcuts(monkeypatch, False)
+    want = _page(store.search(("a",), limit=12))
+    _shortcuts(monkeypatch, True)
+    store.search(("b",), limit=1)  # reads the index's size
+    for _ in range(3):
+        assert _page(store.search(("a",), limit=12)) == want
+    client.delete(stray)

@@ -46,7 +46,10 @@ if w > 0 then
   -- every match is in it, and the range of a guess would hold them all)
   r = r or redis.call('FT.SEARCH', idx, q, 'SORTBY', 'u', 'DESC', 'LIMIT', 0, w, 'NOCONTENT',
     'WITHSORTKEYS', 'DIALECT', 2)
-  if #r == 2 * w + 1 then edge = string.sub(r[#r], 2) end
+  local key = r[#r]  -- '#' and the number (a hash without ``u``, not written here, has none)
+  if #r == 2 * w + 1 and type(key) == 'string' and string.match(key, '^#[-+0-9.eE]+$') then
+    edge = string.sub(key, 2)
+  end
   local ids = {0}  -- the count's place (read as #r - 1 below)
   for i = 2, #r, 2 do ids[#ids + 1] = r[i] end
   r = ids
