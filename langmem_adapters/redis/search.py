@@ -142,6 +142,10 @@ class Searcher:
             f"({' '.join(self.parts)})" if self.parts else "*"
         )  # "(*)" would make KNN a slow hybrid
 
+    def _edge_key(self, window: int) -> str:
+        """Where the edge of this query's last newest-first window of ``window`` rows is kept."""
+        return f"{min(window, MAX_WINDOW)} {self._query()}"
+
     def call(self, window: int) -> Call:
         """The window's query: newest first, or the ``window`` nearest neighbours."""
         window = min(window, MAX_WINDOW)  # the server's bound; a wider window is then never full
@@ -166,7 +170,7 @@ class Searcher:
         load = self.need if self.exact and params else 0
         shortcut, guess = 0, ""
         if not params and self.edges is not None and window <= SORT_UP_TO:
-            shortcut, guess = window, str(self.edges.get(f"{window} {query}", ""))
+            shortcut, guess = window, str(self.edges.get(self._edge_key(window), ""))
         return Call(
             (
                 load,
@@ -195,7 +199,7 @@ class Searcher:
         parse = Record.parse
         if self.qvec is None or self.spec is None:  # newest first: the rows carry no distance
             if self.edges is not None:  # a full window gives its edge; a short one none
-                at = f"{min(window, MAX_WINDOW)} {self._query()}"
+                at = self._edge_key(window)
                 if last is None:
                     self.edges.pop(at, None)
                 else:
