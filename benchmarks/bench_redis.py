@@ -188,13 +188,18 @@ PREFIX_METRIC = "search, user prefix over 5 topics (str eq)"
 USERS, TOPICS = 50, 5
 
 
+def topic_namespaces() -> list[bench.Namespace]:
+    """The ``USERS`` x ``TOPICS`` namespaces ``("memories", "user<u>", "topic<t>")``, user-major."""
+    return [("memories", f"user{u}", f"topic{t}") for u in range(USERS) for t in range(TOPICS)]
+
+
 def prefix_items(n: int, seed: int) -> list[bench.Item]:
-    """``n`` items round-robin over ``("memories", "user<u>", "topic<t>")`` (user-major), each value
-    ``{"text", "kind", "n"}`` with a fifth of every namespace a ``fact``: the agent-memory shape of
-    issue #16, where a user's prefix holds five sub-namespaces."""
+    """``n`` items round-robin over :func:`topic_namespaces`, each value ``{"text", "kind", "n"}``
+    with a fifth of every namespace a ``fact``: the agent-memory shape of issue #16, where a user's
+    prefix holds five sub-namespaces (``bench_scale`` loads the same data)."""
     rng = random.Random(seed)
     vocab = bench.make_vocab(rng)
-    nss = [("memories", f"user{u}", f"topic{t}") for u in range(USERS) for t in range(TOPICS)]
+    nss = topic_namespaces()
     return [
         (
             nss[i % len(nss)],

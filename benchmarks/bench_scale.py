@@ -48,8 +48,8 @@ from langmem_adapters.postgres.search import EXACT_BELOW as PG_EXACT_BELOW
 from langmem_adapters.redis import RedisStore as OursRedis
 from langmem_adapters.redis.search import EXACT_BELOW as REDIS_EXACT_BELOW
 
-USERS, TOPICS, K = 50, 5, 10
-KINDS = bench.KINDS
+#: The data is bench_redis's user-prefix data: 50 users x 5 topic namespaces, a fifth of each a fact.
+USERS, K = bench_redis.USERS, 10
 BACKENDS = ("postgres", "redis")
 # Index-backed workloads: the issue's target is at most this growth per 10x of N.
 FLAT = ("get", "filtered search (user prefix)", "list_namespaces", "vector search (namespace)")
@@ -61,30 +61,6 @@ WARM = 64
 EXACT_BELOW = min(PG_EXACT_BELOW, REDIS_EXACT_BELOW)
 LIMIT_TARGETS = {"postgres": 0.8, "redis": 0.7}
 Rates = dict[str, dict[str, float]]  # workload -> store -> ops/s
-
-
-def namespaces() -> list[bench.Namespace]:
-    """The 250 topic namespaces, user-major."""
-    return [("memories", f"user{u}", f"topic{t}") for u in range(USERS) for t in range(TOPICS)]
-
-
-def items(n: int, seed: int = 7) -> list[bench.Item]:
-    """``n`` items spread round-robin over the topic namespaces; a fifth of each is a ``fact``."""
-    rng = random.Random(seed)
-    vocab = bench.make_vocab(rng)
-    nss = namespaces()
-    return [
-        (
-            nss[i % len(nss)],
-            f"m{i}",
-            {
-                "text": bench.random_text(rng, vocab, 12),
-                "kind": KINDS[(i // len(nss)) % 5],
-                "n": i,
-            },
-        )
-        for i in range(n)
-    ]
 
 
 # --------------------------------------------------------------------------- stores
@@ -165,7 +141,9 @@ def plain_phase(
         def item(i: int) -> bench.Item:
             return data[picks[i % len(picks)]]
 
-        nss = namespaces()  # built once: building it costs ~110 us, as much as a bare put
+        nss = (
+            bench_redis.topic_namespaces()
+        )  # built once: building it costs ~110 us, as much as a bare put
 
         def fresh(i: int) -> bench.Item:
             ns = nss[i % len(nss)]
@@ -262,7 +240,7 @@ def vector_phase(runner: bench.Runner, backend: str, where: str, data: list[benc
     rng = random.Random(cfg.seed + 2)
     vocab = bench.make_vocab(random.Random(cfg.seed))
     queries = [bench.random_text(rng, vocab, 6) for _ in range(256)]
-    nss = namespaces()
+    nss = bench_redis.topic_namespaces()
     out: Rates = {}
     with opener(where, True, cfg.dims) as stores:
         batches = bench.load(runner, stores, data, "indexed put (batch of 100)")
@@ -385,7 +363,7 @@ def run(
         limit = results["limit"].setdefault(backend, {})
         for n in sizes:
             t0 = time.perf_counter()
-            data = items(n, runner.cfg.seed)
+            data = bench_redis.prefix_items(n, runner.cfg.seed)
             scale[n], limit[n] = plain_phase(runner, backend, where, data)
             if n <= vector_max:
                 scale[n].update(vector_phase(runner, backend, where, data))
