@@ -22,12 +22,7 @@ from langmem_adapters.core.embedding import ItemTexts, embed_missing
 from langmem_adapters.core.identity import Identity
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres.bulk import build_index_plan
-from langmem_adapters.postgres.schema import (
-    Tables,
-    lexical_index_ddl,
-    scan_index_ddl,
-    vector_ddl,
-)
+from langmem_adapters.postgres.schema import Tables, lexical_index_ddl, vector_ddl
 from langmem_adapters.postgres.sql import (
     KEY,
     LIVE,
@@ -139,13 +134,10 @@ class PostgresReindex:
             ]
         )
         if not rows:
-            # Filled: build the indexes once, now (not row by row during the fill), as bulk loads do.
+            # Filled: build the ANN index once, now (not row by row during the fill), as bulk loads do.
             shadow = self.shadow.vectors(self.target)
-            indexes = scan_index_ddl(shadow, self.target)
             if self.target.hybrid is not None:
-                indexes.append(lexical_index_ddl(shadow))
-            if indexes:
-                yield Round([Statement(sql, fetch=False) for sql in indexes])
+                yield Round([Statement(lexical_index_ddl(shadow), fetch=False)])
             yield from build_index_plan(shadow, self.target, analyze=(self.t.store,))
             return None
         statements = yield from self._embed_rows(rows)

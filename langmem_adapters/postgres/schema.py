@@ -1,5 +1,5 @@
-"""The Postgres schema: table names, versioned migrations, the vector table with its ANN and scan
-indexes, and the ``setup()`` plan that applies them.
+"""The Postgres schema: table names, versioned migrations, the vector table and its ANN index, and
+the ``setup()`` plan that applies them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ __all__ = [
     "index_tables_ddl",
     "lexical_index_ddl",
     "migrations",
-    "scan_covered",
-    "scan_index_ddl",
     "setup_plan",
     "vector_ddl",
 ]
@@ -163,45 +161,6 @@ def ann_index_ddl(table: str, spec: IndexSpec) -> str | None:
     )
 
 
-# A btree index row holds at most 2,704 bytes (PostgreSQL's limit for 8 kB pages). The covering scan
-# index keeps 64 bytes of it for the row's and the columns' headers and their alignment (measured
-# need: 16 bytes with a short namespace and field path), and is made only when at least
-# ``_SCAN_ID_MIN`` bytes of namespace, key and field path fit beside the vector: vector up to 594
-# dimensions, halfvec up to 1,188.
-_BTREE_ROW_ROOM = 2704 - 64
-_SCAN_ID_MIN = 256
-
-
-def scan_covered(spec: IndexSpec, alias: str = "") -> str | None:
-    """The condition on a vector row (columns qualified by ``alias``) for it to be in the covering
-    scan index: its namespace, key and field path fit in a btree row beside the vector. ``None``
-    when the vectors are too large for such an index."""
-    vector_bytes = 8 + (2 if spec.vector_type == "halfvec" else 4) * spec.dims
-    room = _BTREE_ROW_ROOM - vector_bytes
-    if room < _SCAN_ID_MIN:
-        return None
-    a = f"{alias}." if alias else ""
-    return f"(octet_length({a}ns) + octet_length({a}key) + octet_length({a}field) <= {room})"
-
-
-def scan_index_ddl(table: str, spec: IndexSpec) -> list[str]:
-    """``CREATE INDEX IF NOT EXISTS`` of the two indexes an exact scan of a namespace reads instead
-    of the table (none when the vectors are too large): one holding each vector beside its row's
-    namespace, key and field path (``INCLUDE``), for the rows whose ids fit in a btree row beside
-    the vector, and one of the other rows' ids. The scan then reads a namespace's vectors from the
-    few index pages that hold them together, not from one table page per row (measured at 100k
-    vectors, 128-d, 400 in the namespace: 0.56 ms a scan against 1.07 ms)."""
-    covered = scan_covered(spec)
-    if covered is None:
-        return []
-    return [
-        f"CREATE INDEX IF NOT EXISTS {table}_scan_idx ON {table} (ns, key, field) "
-        f"INCLUDE (embedding) WHERE {covered}",
-        f"CREATE INDEX IF NOT EXISTS {table}_scan_long_idx ON {table} (ns, key, field) "
-        f"WHERE NOT {covered}",
-    ]
-
-
 def index_tables_ddl(t: Tables) -> list[str]:
     """DDL for the tables every vector index of the store shares: the embedder identity of each
     vector table family and the position of a running reindex (idempotent). Created by the setup of
@@ -232,7 +191,7 @@ def index_tables_ddl(t: Tables) -> list[str]:
 
 def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
     """DDL for the vector table of ``spec`` (with the ``tsv`` column the lexical side of hybrid
-    search reads: NULL for rows a non-hybrid store wrote), its scan and ANN indexes and, for a hybrid store,
+    search reads: NULL for rows a non-hybrid store wrote), its ANN index and, for a hybrid store,
     the GIN index of ``tsv`` (idempotent)."""
     vt = t.vectors(spec)
     ddl = [
@@ -260,7 +219,6 @@ def vector_ddl(t: Tables, spec: IndexSpec) -> list[str]:
         END $$
         """,
     ]
-    ddl += scan_index_ddl(vt, spec)
     index = ann_index_ddl(vt, spec)
     if index is not None:
         ddl.append(index)

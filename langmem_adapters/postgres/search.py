@@ -15,7 +15,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.vectors import IndexSpec, SearchStats, search_breadth
-from langmem_adapters.postgres.schema import Tables, scan_covered
+from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.sql import (
     ITEM_COLUMNS,
     KEY,
@@ -210,23 +210,12 @@ def vector_search(
         # range, and one that a prepared statement can keep (generic) without planning per call.
         # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
         range_sql, range_params = ns_condition("v.ns", op.namespace_prefix)
-        scan = f"SELECT v.ns, v.key, {dist} AS d FROM {vt} v WHERE {range_sql}"
-        top = f"ORDER BY {dist} + 0, v.ns, v.key LIMIT {int(candidates)}"
-        params = [qvec, *range_params, qvec]
-        nearest = f"{scan} {top}"
-        covered = scan_covered(spec, "v")
-        if covered is not None:
-            # One arm a scan index: the rows whose ids fit beside their vector, and the others.
-            nearest = (
-                f"SELECT * FROM (({scan} AND {covered} {top}) UNION ALL "
-                f"({scan} AND NOT {covered} {top})) u ORDER BY d, ns, key LIMIT {int(candidates)}"
-            )
-            params *= 2
         return [
             Statement(
-                f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM ({nearest}) c "
+                f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key, {dist} AS d "
+                f"FROM {vt} v WHERE {range_sql} ORDER BY {dist} + 0, v.ns, v.key LIMIT {int(candidates)}) c "
                 f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
-                params,
+                [qvec, *range_params, qvec],
             )
         ]
     ef = max(ef, candidates)
