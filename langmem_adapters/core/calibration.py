@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -355,7 +355,7 @@ class Calibrator:
             base = replace(
                 base,
                 recall=m.recall,
-                measured_at=datetime.fromtimestamp(m.at, UTC),
+                measured_at=datetime.fromtimestamp(m.at, timezone.utc),
                 measured_size=m.count,
                 exact_ms=round(m.exact_ms, 3),
                 ann_ms=round(m.ann_ms, 3),

@@ -8,6 +8,7 @@ becomes :class:`~langmem_adapters.errors.StoreConnectionError` (see :func:`lost`
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 from typing import Any
@@ -32,7 +33,8 @@ LOST = (redis.ConnectionError, redis.TimeoutError, ClusterDownError)
 
 def lost(exc: Exception) -> StoreConnectionError:
     """The error a store raises for one of ``LOST``: what happened, and what it means for the batch."""
-    if isinstance(exc, MaxConnectionsError):
+    # redis-py before 6 raises a plain ConnectionError with this message instead
+    if isinstance(exc, MaxConnectionsError) or str(exc) == "Too many connections":
         return StoreConnectionError(
             f"the Redis client's connection pool is exhausted ({exc}); nothing was sent; give the client "
             "a BlockingConnectionPool (as from_conn_string and a URL do) or a larger max_connections"
@@ -84,6 +86,18 @@ def _pack_text(calls: list[Call], encoder: Any) -> bytes:
                 text.append(f"${n}\r\n{s}\r\n")
     parts.append("".join(text).encode(enc, errors))
     return b"".join(parts)
+
+
+def _checkout(pool: Any) -> Any:
+    """A connection from ``pool``: redis-py before 5.3 requires a command name, which later
+    versions deprecate (any name works; it picks nothing on a single server)."""
+    if _NAME_REQUIRED.get(type(pool)) is None:
+        param = inspect.signature(pool.get_connection).parameters.get("command_name")
+        _NAME_REQUIRED[type(pool)] = param is not None and param.default is param.empty
+    return pool.get_connection("_") if _NAME_REQUIRED[type(pool)] else pool.get_connection()
+
+
+_NAME_REQUIRED: dict[type, bool] = {}
 
 
 def _stale(conn: Any) -> bool:
@@ -156,11 +170,11 @@ class Wire:
         if self.cluster or self.client.connection is not None:
             return _pipeline(self.client, request)
         if not self._keep or not self._held_lock.acquire(blocking=False):
-            return self._send_on(self.client.connection_pool.get_connection(), request, True)
+            return self._send_on(_checkout(self.client.connection_pool), request, True)
         try:
             if self._held is None or self._held_pid != os.getpid():
                 self._held, self._held_pid = (
-                    self.client.connection_pool.get_connection(),
+                    _checkout(self.client.connection_pool),
                     os.getpid(),
                 )
             elif _stale(self._held):
