@@ -26,7 +26,12 @@ from langgraph.store.base import GetOp
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.redis.scripts import SHA
-from langmem_adapters.redis.urls import SentinelTarget, parse_sentinel_url
+from langmem_adapters.redis.urls import (
+    SentinelTarget,
+    aclose_client,
+    close_client,
+    parse_sentinel_url,
+)
 from tests import servers
 from tests.conftest import hash_index
 
@@ -114,7 +119,7 @@ def test_sync_store_on_a_sentinel_client(target: SentinelTarget, mode: str) -> N
         store.close()
         client.ping()  # the caller's client stays open
     finally:
-        client.close()
+        close_client(client)  # and its sentinel clients
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -137,7 +142,7 @@ async def test_async_store_on_a_sentinel_client(target: SentinelTarget, mode: st
         await store.aclose()
         assert await client.ping()
     finally:
-        await client.aclose()
+        await aclose_client(client)
 
 
 def test_wait_replicas_counts_the_replicas(target: SentinelTarget) -> None:
@@ -161,7 +166,8 @@ def test_wait_replicas_counts_the_replicas(target: SentinelTarget) -> None:
 
 @dataclass
 class Writer:
-    """One store's writes during the failover: which were acknowledged before and after the kill."""
+    """One store's writes during the failover (each read back, and a search now and then): which
+    were acknowledged before and after the kill, and the errors seen meanwhile (only ours)."""
 
     name: str
     before: list[str] = field(default_factory=list)
@@ -186,6 +192,11 @@ class Failover:
         writer.after.append(key)
 
 
+def _check_read(item: Any, i: int) -> None:
+    """A write just acknowledged reads back (the same store, the same primary or its successor)."""
+    assert item is not None and item.value == {"i": i}
+
+
 def _sync_writer(store: RedisStore, writer: Writer, failover: Failover) -> None:
     for i in range(1_000_000):
         if failover.stop.is_set():
@@ -193,11 +204,13 @@ def _sync_writer(store: RedisStore, writer: Writer, failover: Failover) -> None:
         key = f"{writer.name}{i}"
         try:
             store.put(("failover", writer.name), key, {"i": i})
+            failover.record(writer, key)
+            _check_read(store.get(("failover", writer.name), key), i)
+            if i % 10 == 0:  # a search too (a script, reloaded on the promoted primary)
+                assert store.search(("failover", writer.name), limit=1)
         except StoreConnectionError as exc:  # the primary is gone, or no primary is known yet
             writer.failures.append(str(exc))
             failover.stop.wait(0.02)  # retry pause (a client's backoff), not a synchronisation
-            continue
-        failover.record(writer, key)
 
 
 async def _async_writer(store: AsyncRedisStore, writer: Writer, failover: Failover) -> None:
@@ -207,11 +220,13 @@ async def _async_writer(store: AsyncRedisStore, writer: Writer, failover: Failov
         key = f"{writer.name}{i}"
         try:
             await store.aput(("failover", writer.name), key, {"i": i})
+            failover.record(writer, key)
+            _check_read(await store.aget(("failover", writer.name), key), i)
+            if i % 10 == 0:
+                assert await store.asearch(("failover", writer.name), limit=1)
         except StoreConnectionError as exc:
             writer.failures.append(str(exc))
             await asyncio.sleep(0.02)  # retry pause, as above
-            continue
-        failover.record(writer, key)
 
 
 async def _until(condition: Callable[[], bool], failure: str) -> None:
@@ -237,7 +252,7 @@ async def async_client(
 ) -> AsyncIterator[aredis.Redis]:
     client = _async_client(parse_sentinel_url(setup[0].url))
     yield client
-    await client.aclose()
+    await aclose_client(client)
 
 
 async def test_stores_follow_a_failover_and_keep_acknowledged_writes(
