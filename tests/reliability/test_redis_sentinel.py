@@ -132,6 +132,21 @@ async def test_async_store_from_a_sentinel_url(target: SentinelTarget, mode: str
         await _around_trip(store)
 
 
+async def test_async_store_from_a_sentinel_url_queues_beyond_its_pool() -> None:
+    """redis-py's Sentinel pool fails when full instead of waiting; the store queues its
+    operations up to the pool's size instead, so many gathered tasks all complete."""
+    url = servers.redis_sentinel_url()
+    async with AsyncRedisStore.from_conn_string(url, prefix=_prefix("q")) as store:
+        pass  # set up once
+    store = AsyncRedisStore(url, prefix=store.keys.prefix, connection_args={"max_connections": 4})
+    try:
+        await asyncio.gather(*(store.aput(("q",), f"k{i}", {"i": i}) for i in range(300)))
+        found = await asyncio.gather(*(store.aget(("q",), f"k{i}") for i in range(300)))
+        assert [item.value["i"] for item in found if item is not None] == list(range(300))
+    finally:
+        await store.aclose()
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_async_store_on_a_sentinel_client(target: SentinelTarget, mode: str) -> None:
     client = _async_client(target)
