@@ -17,6 +17,7 @@ sentinels where the primary is, so after a failover the client follows the promo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -26,7 +27,7 @@ import redis.asyncio as aredis
 import redis.asyncio.sentinel as asentinel
 import redis.sentinel
 
-from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.errors import InvalidArgumentError, first_line
 
 __all__ = [
     "SENTINEL_OPTIONS",
@@ -166,10 +167,22 @@ def parse_sentinel_url(url: str) -> SentinelTarget:
     )
 
 
+def _redis_py(factory: Callable[..., Any], url: str, **options: Any) -> Any:
+    """``factory(url, **options)`` (a redis-py ``from_url``), a URL it cannot read refused with
+    ``InvalidArgumentError`` (redis-py raises a bare ``ValueError``)."""
+    try:
+        return factory(url, **options)
+    except ValueError as exc:
+        raise InvalidArgumentError(
+            f"unusable Redis URL ({first_line(exc)}); the forms are redis://, rediss://, unix:// "
+            f"and {SENTINEL_SCHEME}://"
+        ) from exc
+
+
 def sync_client(url: str) -> redis.Redis:
     """A redis-py client for ``url``: the primary behind Sentinel, or redis-py's ``from_url``."""
     if not is_sentinel_url(url):
-        return redis.Redis.from_url(url)
+        return _redis_py(redis.Redis.from_url, url)
     target = parse_sentinel_url(url)
     sentinel = redis.sentinel.Sentinel(
         target.sentinels,
@@ -185,7 +198,8 @@ def async_client(url: str, max_connections: int, connection_args: dict[str, Any]
     :class:`~langmem_adapters.redis.connection.AsyncWire`)."""
     if not is_sentinel_url(url):
         options = {"max_connections": max_connections, **connection_args}
-        return aredis.Redis.from_pool(aredis.BlockingConnectionPool.from_url(url, **options))
+        pool = _redis_py(aredis.BlockingConnectionPool.from_url, url, **options)
+        return aredis.Redis.from_pool(pool)
     target = parse_sentinel_url(url)
     sentinel = asentinel.Sentinel(
         target.sentinels,

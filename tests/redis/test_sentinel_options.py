@@ -72,6 +72,13 @@ def test_bad_url_error_hides_the_password() -> None:
     assert "secret" not in str(info.value)
 
 
+def test_stores_refuse_an_unusable_url() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"unusable Redis URL.*redis\+sentinel://"):
+        RedisStore("http://127.0.0.1:6379")
+    with pytest.raises(InvalidArgumentError, match="unusable Redis URL"):
+        AsyncRedisStore("redis://127.0.0.1:port")
+
+
 def test_stores_refuse_a_bad_sentinel_url_before_connecting() -> None:
     with pytest.raises(InvalidArgumentError, match="unknown option"):
         RedisStore("redis+sentinel://127.0.0.1:1/svc?bogus=1")
