@@ -149,6 +149,7 @@ def _retry_round(request: Round, missing: list[tuple[int, str, Call]]) -> Round:
 
 
 def _merge(results: list[Any], missing: list[tuple[int, str, Call]], again: list[Any]) -> None:
+    """Put the replies of the resent script calls in their places among the round's replies."""
     for (i, _, _), reply in zip(missing, again):
         results[i] = reply
 
@@ -263,9 +264,9 @@ class AsyncWire:
     """Executes rounds for an async store, as a pipeline on its ``redis.asyncio`` client.
 
     ``slots`` (one per connection of a blocking pool, or ``limit``: a Sentinel pool's size, else
-    ``None``) is what the store's sessions
-    hold while a plan runs: plans beyond the pool's size queue there, without a deadline, rather
-    than in the pool, whose wait times out (a store made from a URL has such a pool). Queued
+    ``None``) is what the store's sessions hold while a plan runs: plans beyond the pool's size
+    queue there, without a deadline, rather than in the pool, whose wait times out (a store made
+    from a URL has such a pool) or which fails at once (a Sentinel pool). Queued
     plans do no work until their turn, so 60,000 gathered operations do not starve the event loop
     while the first connections open (their connect timeout would fire).
     """

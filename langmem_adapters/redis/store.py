@@ -388,10 +388,10 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
     ) -> None:
         """``client`` is a ``redis.asyncio`` client or a URL; for a URL the store makes a client with
         at most 64 connections, for which many concurrent tasks queue instead of failing.
-        ``wait_replicas`` and ``wait_timeout`` as in :class:`RedisStore`. ``redis_url`` / ``redis_client``, ``connection_args`` (for that client),
-        ``store_prefix`` (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official
-        store's names; ``vector_prefix`` is accepted and unused (vectors live beside each item,
-        under ``prefix``)."""
+        ``redis_url`` / ``redis_client``, ``connection_args`` (for that client), ``store_prefix``
+        (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official store's names;
+        ``vector_prefix`` is accepted and unused (vectors live beside each item, under ``prefix``).
+        ``wait_replicas`` and ``wait_timeout`` as in :class:`RedisStore`."""
         if redis_url is not None and redis_client is not None:
             raise InvalidArgumentTypeError("pass redis_url= or redis_client=, not both")
         client = _one_client(client, redis_url or redis_client, "redis_url/redis_client")

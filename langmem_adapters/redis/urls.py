@@ -44,9 +44,8 @@ __all__ = [
 
 SENTINEL_SCHEME = "redis+sentinel"
 SENTINEL_PORT = 26379
-DEFAULT_SERVICE = (
-    "mymaster"  # langchain-redis's default, and the name Redis's sample sentinel.conf uses
-)
+# langchain-redis's default, and the name in Redis's sample sentinel.conf
+DEFAULT_SERVICE = "mymaster"
 
 #: Option name -> how its value is read (each once; an unknown option is an error, not ignored).
 SENTINEL_OPTIONS: dict[str, type] = {
@@ -131,8 +130,12 @@ def _option(url: str, name: str, value: str) -> Any:
         parsed = kind(value)
     except ValueError:
         raise _bad(url, f"option {name}={value!r} is not a {kind.__name__}") from None
-    if kind is not str and parsed < 0:
-        raise _bad(url, f"option {name}={value!r} is negative")
+    if kind is str:
+        return parsed
+    if name == "min_other_sentinels" and parsed < 0:
+        raise _bad(url, f"option {name}={value!r} must be >= 0")
+    if name != "min_other_sentinels" and not parsed > 0:  # a zero timeout or pool is unusable
+        raise _bad(url, f"option {name}={value!r} must be > 0")
     return parsed
 
 
@@ -193,9 +196,9 @@ def sync_client(url: str) -> redis.Redis:
 
 
 def async_client(url: str, max_connections: int, connection_args: dict[str, Any]) -> aredis.Redis:
-    """A ``redis.asyncio`` client for ``url`` whose pool holds at most ``max_connections``: a
-    blocking pool (redis-py has none for Sentinel; the store queues its plans instead, see
-    :class:`~langmem_adapters.redis.connection.AsyncWire`)."""
+    """A ``redis.asyncio`` client for ``url`` with at most ``max_connections`` connections: in a
+    blocking pool, or behind Sentinel in redis-py's Sentinel pool, which cannot block (the store
+    queues its plans up to that size instead, see :func:`sentinel_pool_limit`)."""
     if not is_sentinel_url(url):
         options = {"max_connections": max_connections, **connection_args}
         pool = _redis_py(aredis.BlockingConnectionPool.from_url, url, **options)
