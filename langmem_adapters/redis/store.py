@@ -279,6 +279,9 @@ class RedisStore(_RedisConfig, SyncStore):
         acknowledged only once N replicas have it (``WAIT``, up to ``wait_timeout`` seconds; see
         :mod:`~langmem_adapters.redis.durability`)."""
         client = _one_client(client, conn, "conn")
+        wait = replica_wait(
+            wait_replicas, wait_timeout, isinstance(client, redis.cluster.RedisCluster)
+        )
         self._configure(index, ttl)
         self._configure_redis(_one_prefix(prefix, store_prefix), mode)
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
@@ -288,7 +291,6 @@ class RedisStore(_RedisConfig, SyncStore):
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
-        wait = replica_wait(wait_replicas, wait_timeout, self.cluster)
         self._wire = Wire(client, self.cluster, wait)
         self._execute: Callable[[Round], list[Any]] = self._wire.execute
         self._sessions = _Session(self)
@@ -395,6 +397,7 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         if redis_url is not None and redis_client is not None:
             raise InvalidArgumentTypeError("pass redis_url= or redis_client=, not both")
         client = _one_client(client, redis_url or redis_client, "redis_url/redis_client")
+        wait = replica_wait(wait_replicas, wait_timeout, isinstance(client, acluster.RedisCluster))
         self._configure(index, ttl)
         self._configure_redis(_one_prefix(prefix, store_prefix), mode)
         self._owns_client = isinstance(client, str)
@@ -407,7 +410,6 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
-        wait = replica_wait(wait_replicas, wait_timeout, self.cluster)
         wire = AsyncWire(self.client, wait, sentinel_pool_limit(self.client))
         self._execute: Callable[[Round], Awaitable[list[Any]]] = wire.execute
         self._sessions = _AsyncSession(self, wire.slots)
