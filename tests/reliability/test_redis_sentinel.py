@@ -23,6 +23,7 @@ import redis.asyncio.sentinel as asentinel
 import redis.sentinel
 from langgraph.store.base import GetOp
 
+from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.redis.scripts import SHA
@@ -174,6 +175,29 @@ def test_wait_replicas_counts_the_replicas(target: SentinelTarget) -> None:
         enough = RedisStore(store.client, prefix=store.keys.prefix, wait_replicas=replicas)
         enough.put(("ns",), "k", {"v": 2})
         assert store.get(("ns",), "k").value == {"v": 2}  # type: ignore[union-attr]
+
+
+def test_forgotten_script_is_reloaded_and_its_write_confirmed(target: SentinelTarget) -> None:
+    """A primary without our scripts (flushed, as on a promoted replica): the write is resent after
+    loading, with its WAIT, so every replica has it once the put returns."""
+    with RedisStore.from_conn_string(servers.redis_sentinel_url(), prefix=_prefix("n")) as store:
+        replicas = int(store.client.info("replication")["connected_slaves"])
+        strict = RedisStore(store.client, prefix=store.keys.prefix, wait_replicas=replicas)
+        store.client.script_flush()
+        strict.put(("ns", "a"), "k", {"v": 1})
+        assert store.client.script_exists(SHA["write"]) == [True]
+        sentinel = redis.sentinel.Sentinel(
+            target.sentinels, sentinel_kwargs=target.sentinel_kwargs()
+        )
+        try:
+            nodes = sentinel.discover_slaves(target.service_name)
+        finally:
+            for client in sentinel.sentinels:
+                client.close()
+        assert len(nodes) == replicas
+        for host, port in nodes:
+            with redis.Redis(host, port, **target.node_kwargs()) as replica:
+                assert replica.exists(store.keys.item(nsp.join(("ns", "a")), "k")) == 1
 
 
 # --------------------------------------------------------------------------- failover
