@@ -9,7 +9,8 @@ The Sentinel form (langchain-redis's, with several sentinels and options)::
 monitor (default ``mymaster``); ``db`` defaults to 0. The credentials are those of the Redis nodes
 (primary and replicas). Options (see :data:`SENTINEL_OPTIONS`): ``sentinel_username`` /
 ``sentinel_password`` for sentinels that require a login, ``socket_timeout`` and
-``socket_connect_timeout`` in seconds (for the nodes and the sentinels), ``min_other_sentinels``
+``socket_connect_timeout`` in seconds (for the nodes and the sentinels; the sentinels' default to
+2 s, the nodes' to redis-py's: none), ``min_other_sentinels``
 (a sentinel that sees fewer peers is not trusted), ``max_connections`` (a store's connection pool).
 The client is redis-py's ``Sentinel(...).master_for(service_name)``: each new connection asks the
 sentinels where the primary is, so after a failover the client follows the promoted replica.
@@ -47,6 +48,10 @@ SENTINEL_PORT = 26379
 # langchain-redis's default, and the name in Redis's sample sentinel.conf
 DEFAULT_SERVICE = "mymaster"
 
+#: Seconds a sentinel may take to connect or answer, unless the URL says otherwise: without a
+#: timeout (redis-py's default) one unreachable sentinel would stall every new connection.
+SENTINEL_TIMEOUT = 2.0
+
 #: Option name -> how its value is read (each once; an unknown option is an error, not ignored).
 SENTINEL_OPTIONS: dict[str, type] = {
     "sentinel_username": str,
@@ -70,8 +75,13 @@ class SentinelTarget:
     options: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def sentinel_kwargs(self) -> dict[str, Any]:
-        """Connection options of the sentinels themselves: the socket timeouts and their login."""
-        kwargs = {k: v for k, v in self.options.items() if k.startswith("socket_")}
+        """Connection options of the sentinels themselves: the socket timeouts (``SENTINEL_TIMEOUT``
+        unless the URL sets them) and their login."""
+        kwargs: dict[str, Any] = {
+            "socket_timeout": SENTINEL_TIMEOUT,
+            "socket_connect_timeout": SENTINEL_TIMEOUT,
+        }
+        kwargs.update((k, v) for k, v in self.options.items() if k.startswith("socket_"))
         if "sentinel_username" in self.options:
             kwargs["username"] = self.options["sentinel_username"]
         if "sentinel_password" in self.options:

@@ -27,7 +27,11 @@ def test_full_url() -> None:
     assert target.sentinels == [("10.0.0.1", 26380), ("::1", 26379), ("sentinel-b", 26379)]
     assert (target.service_name, target.db) == ("cache", 3)
     assert (target.username, target.password) == ("me", "p@ss")
-    assert target.sentinel_kwargs() == {"socket_timeout": 0.5, "password": "s3"}
+    assert target.sentinel_kwargs() == {
+        "socket_timeout": 0.5,
+        "socket_connect_timeout": 2.0,
+        "password": "s3",
+    }
     node = target.node_kwargs()
     assert node == {"db": 3, "username": "me", "password": "p@ss", "socket_timeout": 0.5}
     assert "p@ss" not in repr(target)
@@ -44,6 +48,8 @@ def test_defaults() -> None:
     )
     assert parse_sentinel_url("REDIS+SENTINEL://:pw@h:1/svc").password == "pw"
     assert is_sentinel_url("redis+sentinel://h") and not is_sentinel_url("redis://h:26379")
+    assert target.sentinel_kwargs() == {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+    assert target.node_kwargs() == {"db": 0, "username": None, "password": None}
 
 
 @pytest.mark.parametrize(
