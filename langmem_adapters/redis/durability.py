@@ -65,7 +65,7 @@ class ReplicaWait:
             )
         if acked < self.replicas:
             raise StoreConnectionError(
-                f"the write was applied on the Redis primary but only {acked} of the {self.replicas} "
+                f"the write reached the Redis primary but only {acked} of the {self.replicas} "
                 f"replicas required (wait_replicas) confirmed it within {self.timeout_ms} ms, so a "
                 "failover now could lose it; re-running the batch is safe"
             )
