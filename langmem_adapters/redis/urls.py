@@ -192,17 +192,18 @@ def _redis_py(factory: Callable[..., Any], url: str, **options: Any) -> Any:
         ) from exc
 
 
-def sync_client(url: str) -> redis.Redis:
-    """A redis-py client for ``url``: the primary behind Sentinel, or redis-py's ``from_url``."""
+def sync_client(url: str, **options: Any) -> redis.Redis:
+    """A redis-py client for ``url``: the primary behind Sentinel, or redis-py's ``from_url``;
+    ``options`` (``socket_connect_timeout=``...) are for the connections to the Redis nodes."""
     if not is_sentinel_url(url):
-        return _redis_py(redis.Redis.from_url, url)
+        return _redis_py(redis.Redis.from_url, url, **options)
     target = parse_sentinel_url(url)
     sentinel = redis.sentinel.Sentinel(
         target.sentinels,
         min_other_sentinels=target.options.get("min_other_sentinels", 0),
         sentinel_kwargs=target.sentinel_kwargs(),
     )
-    return sentinel.master_for(target.service_name, **target.node_kwargs())
+    return sentinel.master_for(target.service_name, **{**target.node_kwargs(), **options})
 
 
 def async_client(url: str, max_connections: int, connection_args: dict[str, Any]) -> aredis.Redis:
