@@ -4,28 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from langmem_adapters.cli import main
 from langmem_adapters.redis import RedisStore
 from tests import servers
-
-Run = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    """``run(*argv)`` -> (exit code, stdout, stderr) of one in-process command."""
-
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return invoke
+from tests.cli.conftest import Run
 
 
 def test_inspect_export_import_on_a_sentinel_url(run: Run, tmp_path: Path) -> None:
