@@ -308,9 +308,8 @@ async def test_stores_follow_a_failover_and_keep_acknowledged_writes(
     sync_store.setup()
     await async_store.setup()
     primary = sentinels.primary()
-    for node in [
-        n for n in sentinels.nodes if n is not primary
-    ]:  # script caches are not replicated: the promoted one will lack ours
+    # script caches are not replicated: the replica Sentinel promotes will lack ours
+    for node in [n for n in sentinels.nodes if n is not primary]:
         with redis.Redis(port=node.port) as client:
             assert client.script_exists(SHA["write"]) == [False]
 
