@@ -314,7 +314,7 @@ class SentinelSetup:
             raise
 
     def _start(self, modules: bool, replicas: int, down_after_ms: int) -> None:
-        # No persistence; a new replica syncs at once (diskless, no delay); replies over 1 s of WAIT.
+        # No persistence; a replica (re)syncs at once: diskless, without the default 5 s delay.
         node = ["--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"]
         self.nodes.append(RedisProcess(redis_command(modules), node, timeout=self.timeout))
         primary = self.nodes[0].port
