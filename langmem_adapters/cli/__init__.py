@@ -11,8 +11,8 @@ Sub-commands:
 - ``sweep URL``: delete expired items now and report how many went.
 
 URLs: ``postgresql://`` / ``postgres://`` (this package's ``PostgresStore``; add
-``?table_prefix=NAME`` for a store made with another ``table_prefix``), ``redis://`` / ``rediss://``
-(this package's ``RedisStore``), ``embedded`` or ``embedded:PATH`` (the embedded PostgreSQL and its
+``?table_prefix=NAME`` for a store made with another ``table_prefix``), ``redis://`` / ``rediss://`` /
+``redis+sentinel://`` (this package's ``RedisStore``), ``embedded`` or ``embedded:PATH`` (the embedded PostgreSQL and its
 data directory), and, as sources for ``migrate`` and ``export`` only, ``official+postgresql://...``
 (the official ``langgraph.store.postgres`` table ``store``) and ``official+redis://...`` (the official
 ``langgraph.store.redis`` JSON documents ``store:<ULID>``).

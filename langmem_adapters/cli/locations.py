@@ -12,7 +12,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
-import redis
 from psycopg.conninfo import make_conninfo
 
 from langmem_adapters.cli.options import CONNECT_TIMEOUT, USAGE, first_line
@@ -22,6 +21,7 @@ from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.postgres.embedded import default_data_dir, embedded_dsn
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.redis import RedisStore
+from langmem_adapters.redis.urls import SENTINEL_SCHEME, close_client, sync_client
 from langmem_adapters.transfer import (
     OfficialPostgresReader,
     OfficialRedisReader,
@@ -104,7 +104,7 @@ def parse_location(url: str) -> Location:
         return Location(
             kind, _without(parts, query, "table_prefix"), mask(url), table_prefix=prefix
         )
-    if base in ("redis", "rediss"):
+    if base in ("redis", "rediss", SENTINEL_SCHEME):
         prefix = next((v for k, v in query if k == "prefix"), "langmem")
         if official and prefix != "langmem":
             raise CLIError(
@@ -113,7 +113,8 @@ def parse_location(url: str) -> Location:
         kind = "official-redis" if official else "redis"
         return Location(kind, _without(parts, query, "prefix"), mask(url), table_prefix=prefix)
     raise CLIError(
-        f"unsupported store URL {mask(url)!r}: use postgresql://..., redis://..., embedded[:PATH], "
+        f"unsupported store URL {mask(url)!r}: use postgresql://..., redis://..., "
+        f"{SENTINEL_SCHEME}://..., embedded[:PATH], "
         "or official+postgresql:// / official+redis:// as a migrate source",
         USAGE,
     )
@@ -128,11 +129,11 @@ def open_source(location: Location) -> Iterator[Source]:
         ) as conn:
             yield OfficialPostgresReader(conn, name=location.display)
     elif location.kind == "official-redis":
-        client = redis.Redis.from_url(location.url, socket_connect_timeout=CONNECT_TIMEOUT)
+        client = sync_client(location.url, socket_connect_timeout=CONNECT_TIMEOUT)
         try:
             yield OfficialRedisReader(client, name=location.display)
         finally:
-            client.close()
+            close_client(client)
     else:
         with open_store(location) as store:
             yield StoreSource(store)
@@ -180,7 +181,7 @@ def _has_table(store: PostgresStore, table: str) -> bool:
 def _open_redis(
     location: Location, index: dict[str, Any] | None, *, create: bool
 ) -> Iterator[RedisStore]:
-    client = redis.Redis.from_url(location.url, socket_connect_timeout=CONNECT_TIMEOUT)
+    client = sync_client(location.url, socket_connect_timeout=CONNECT_TIMEOUT)
     try:
         store = RedisStore(client, index=index, prefix=location.table_prefix)  # type: ignore[arg-type]
         if not create and not client.exists(store.keys.mode):
@@ -188,4 +189,4 @@ def _open_redis(
         store.setup()
         yield store
     finally:
-        client.close()
+        close_client(client)

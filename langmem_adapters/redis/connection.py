@@ -1,7 +1,9 @@
 """The wire level of the Redis stores: executing one ``Round`` on a redis-py client.
 
 A round's commands go out together (one write, or one pipeline) and every reply is read; a script
-the server has forgotten (NOSCRIPT: it did not run) is loaded and called again. A lost connection
+the server has forgotten (NOSCRIPT: it did not run, as on a replica just promoted by Sentinel) is
+loaded and called again. With ``wait_replicas`` a round that writes ends with ``WAIT`` on the same
+connection (see :mod:`langmem_adapters.redis.durability`). A lost connection
 becomes :class:`~langmem_adapters.errors.StoreConnectionError` (see :func:`lost`).
 """
 
@@ -15,10 +17,13 @@ from typing import Any
 
 import redis
 import redis.asyncio as aredis
+import redis.asyncio.sentinel as asentinel
+import redis.sentinel
 from redis.exceptions import ClusterDownError, MaxConnectionsError, NoScriptError, ResponseError
 from redis.utils import HIREDIS_AVAILABLE
 
 from langmem_adapters.errors import StoreConnectionError
+from langmem_adapters.redis.durability import ReplicaWait
 from langmem_adapters.redis.scripts import SCRIPTS, SHA, Call, Round
 
 if HIREDIS_AVAILABLE:  # redis-py writes commands with it then, and so do we
@@ -38,6 +43,11 @@ def lost(exc: Exception) -> StoreConnectionError:
         return StoreConnectionError(
             f"the Redis client's connection pool is exhausted ({exc}); nothing was sent; give the client "
             "a BlockingConnectionPool (as from_conn_string and a URL do) or a larger max_connections"
+        )
+    if isinstance(exc, (redis.sentinel.MasterNotFoundError, asentinel.MasterNotFoundError)):
+        return StoreConnectionError(
+            f"the Redis sentinels know no reachable primary now ({exc}), as while a failover is under "
+            "way; nothing was sent; the store asks them again on its next call"
         )
     if isinstance(exc, redis.AuthenticationError):
         return StoreConnectionError(f"Redis refused the credentials ({exc}); nothing was sent")
@@ -133,6 +143,17 @@ def _missing_scripts(request: Round, results: list[Any]) -> list[tuple[int, str,
     ]
 
 
+def _retry_round(request: Round, missing: list[tuple[int, str, Call]]) -> Round:
+    """The script calls that found NOSCRIPT, to send again (with a WAIT, if any, after them)."""
+    return Round([call for _, _, call in missing], request.check)
+
+
+def _merge(results: list[Any], missing: list[tuple[int, str, Call]], again: list[Any]) -> None:
+    """Put the replies of the resent script calls in their places among the round's replies."""
+    for (i, _, _), reply in zip(missing, again):
+        results[i] = reply
+
+
 def _pipeline(client: Any, request: Round) -> Any:
     """The round's commands on a redis-py pipeline, replies (errors as values) from ``execute``."""
     pipe = client.pipeline(transaction=False)
@@ -151,9 +172,10 @@ class Wire:
     checks one out per call. Cluster and single-connection clients use a pipeline.
     """
 
-    def __init__(self, client: Any, cluster: bool) -> None:
+    def __init__(self, client: Any, cluster: bool, wait: ReplicaWait | None = None) -> None:
         self.client = client
         self.cluster = cluster
+        self.wait = wait
         pool = getattr(client, "connection_pool", None)
         max_connections = getattr(pool, "max_connections", 0)
         self._keep = (
@@ -172,16 +194,27 @@ class Wire:
         if not self._keep or not self._held_lock.acquire(blocking=False):
             return self._send_on(_checkout(self.client.connection_pool), request, True)
         try:
+            if self._held is not None and self._held_pid == os.getpid() and _stale(self._held):
+                self._give_back()  # the server went away: a new checkout reconnects
             if self._held is None or self._held_pid != os.getpid():
                 self._held, self._held_pid = (
                     _checkout(self.client.connection_pool),
                     os.getpid(),
                 )
-            elif _stale(self._held):
-                self._held.disconnect()  # the server went away: the next command reconnects
-            return self._send_on(self._held, request, False)
+            try:
+                return self._send_on(self._held, request, False)
+            except BaseException:
+                self._give_back()  # closed by _send_on; the next round checks one out
+                raise
         finally:
             self._held_lock.release()
+
+    def _give_back(self) -> None:
+        """Return the kept connection to the pool. A connection reconnects on checkout from the
+        pool, which behind Sentinel first asks where the primary is now: a kept connection that
+        merely reconnected would go back to the address it had (a dead or demoted primary)."""
+        self.client.connection_pool.release(self._held)
+        self._held = None
 
     def _send_on(self, conn: Any, request: Round, release: bool) -> list[Any]:
         """Write the round on ``conn`` and read every reply; a failure closes the connection."""
@@ -197,17 +230,24 @@ class Wire:
 
     def execute(self, request: Round) -> list[Any]:
         """Send a round's commands together, reloading Lua scripts the server has forgotten."""
-        results = self._send(request)
-        for i, script, call in _missing_scripts(request, results):
-            self.client.script_load(SCRIPTS[script])
-            results[i] = self.client.execute_command(*_args(call))
+        results = self._waited(request)
+        if missing := _missing_scripts(request, results):
+            for script in {script for _, script, _ in missing}:
+                self.client.script_load(SCRIPTS[script])
+            _merge(results, missing, self._waited(_retry_round(request, missing)))
         return _outcome(request, results)
+
+    def _waited(self, request: Round) -> list[Any]:
+        """The replies to ``request``, sent with the WAIT of ``wait_replicas`` if it writes."""
+        if self.wait is None:
+            return self._send(request)
+        return self.wait.replies(request, self._send(self.wait.round(request)))
 
     def close(self) -> None:
         """Give back the kept connection (the next round takes one again)."""
         with self._held_lock:
             if self._held is not None and self._held_pid == os.getpid():
-                self.client.connection_pool.release(self._held)
+                self._give_back()
             self._held = None
 
 
@@ -223,22 +263,34 @@ def pool_limit(client: Any) -> int | None:
 class AsyncWire:
     """Executes rounds for an async store, as a pipeline on its ``redis.asyncio`` client.
 
-    ``slots`` (one per connection of a blocking pool, else ``None``) is what the store's sessions
-    hold while a plan runs: plans beyond the pool's size queue there, without a deadline, rather
-    than in the pool, whose wait times out (a store made from a URL has such a pool). Queued
+    ``slots`` (one per connection of a blocking pool, or ``limit``: a Sentinel pool's size, else
+    ``None``) is what the store's sessions hold while a plan runs: plans beyond the pool's size
+    queue there, without a deadline, rather than in the pool, whose wait times out (a store made
+    from a URL has such a pool) or which fails at once (a Sentinel pool). Queued
     plans do no work until their turn, so 60,000 gathered operations do not starve the event loop
     while the first connections open (their connect timeout would fire).
     """
 
-    def __init__(self, client: aredis.Redis) -> None:
+    def __init__(
+        self, client: aredis.Redis, wait: ReplicaWait | None = None, limit: int | None = None
+    ) -> None:
         self.client = client
-        limit = pool_limit(client)
+        self.wait = wait
+        limit = limit or pool_limit(client)
         self.slots = asyncio.Semaphore(limit) if limit else None
 
     async def execute(self, request: Round) -> list[Any]:
         """Send a round's commands together, reloading Lua scripts the server has forgotten."""
-        results = await _pipeline(self.client, request)
-        for i, script, call in _missing_scripts(request, results):
-            await self.client.script_load(SCRIPTS[script])
-            results[i] = await self.client.execute_command(*_args(call))
+        results = await self._waited(request)
+        if missing := _missing_scripts(request, results):
+            for script in {script for _, script, _ in missing}:
+                await self.client.script_load(SCRIPTS[script])
+            _merge(results, missing, await self._waited(_retry_round(request, missing)))
         return _outcome(request, results)
+
+    async def _waited(self, request: Round) -> list[Any]:
+        """The replies to ``request``, sent with the WAIT of ``wait_replicas`` if it writes."""
+        if self.wait is None:
+            return await _pipeline(self.client, request)
+        sent = self.wait.round(request)
+        return self.wait.replies(request, await _pipeline(self.client, sent))

@@ -2,7 +2,10 @@
 
 Both run the plans of :mod:`langmem_adapters.redis.plan` and :mod:`~langmem_adapters.redis.export`
 (written once); they differ only in how a plan's requests are executed (blocking pipelines, or
-awaits on ``redis.asyncio``). Either takes a single-server client or a Redis Cluster client (``redis.cluster.RedisCluster`` / ``redis.asyncio.cluster.RedisCluster``).
+awaits on ``redis.asyncio``). Either takes a single-server client, a client of a primary behind Redis
+Sentinel (``Sentinel(...).master_for(name)``, or a ``redis+sentinel://`` URL: see
+:mod:`~langmem_adapters.redis.urls`) or a Redis Cluster client (``redis.cluster.RedisCluster`` /
+``redis.asyncio.cluster.RedisCluster``).
 
 A lost connection (or a server still loading its data) raises
 :class:`~langmem_adapters.errors.StoreConnectionError` for the batch in flight: its writes ran in one
@@ -31,6 +34,7 @@ from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 from langmem_adapters.redis.connection import LOST, AsyncWire, Wire, lost
+from langmem_adapters.redis.durability import replica_wait
 from langmem_adapters.redis.export import items_plan, restore_plan
 from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
@@ -40,6 +44,13 @@ from langmem_adapters.redis.probe import RedisCalibration
 from langmem_adapters.redis.reindex import RedisReindex
 from langmem_adapters.redis.schema import check_mode, setup_plan
 from langmem_adapters.redis.scripts import Round
+from langmem_adapters.redis.urls import (
+    aclose_client,
+    async_client,
+    close_client,
+    sentinel_pool_limit,
+    sync_client,
+)
 from langmem_adapters.redis.writes import sweep_plan
 
 __all__ = ["AsyncRedisStore", "RedisStore"]
@@ -145,8 +156,11 @@ class _RedisConfig(RedisCalibration):
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
         client: Any = getattr(self, "client", None)
-        kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+        pool = getattr(client, "connection_pool", None)
+        kwargs = getattr(pool, "connection_kwargs", {})
         where = f"host={kwargs.get('host')!r}, port={kwargs.get('port')!r}, " if kwargs else ""
+        if service := getattr(pool, "service_name", None):  # a primary behind Sentinel
+            where = f"sentinel_service={service!r}, "
         return f"{type(self).__name__}({where}prefix={self.keys.prefix!r}, mode={self.mode!r})"
 
     def _configure_redis(self, prefix: str, mode: ModeOption) -> None:
@@ -255,22 +269,29 @@ class RedisStore(_RedisConfig, SyncStore):
         store_prefix: str | None = None,
         vector_prefix: str | None = None,
         cluster_mode: bool | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = 1.0,
     ) -> None:
-        """``client`` is a redis-py client or a URL. ``conn``, ``store_prefix`` (= ``prefix``,
-        default ``"langmem"``) and ``cluster_mode`` are the official store's names, accepted so that
-        switching is one import; ``vector_prefix`` is accepted and unused (vectors live beside each
-        item, under ``prefix``)."""
+        """``client`` is a redis-py client or a URL (``redis+sentinel://`` too). ``conn``,
+        ``store_prefix`` (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official
+        store's names, accepted so that switching is one import; ``vector_prefix`` is accepted and
+        unused (vectors live beside each item, under ``prefix``). ``wait_replicas=N``: a write is
+        acknowledged only once N replicas have it (``WAIT``, up to ``wait_timeout`` seconds; see
+        :mod:`~langmem_adapters.redis.durability`)."""
         client = _one_client(client, conn, "conn")
+        wait = replica_wait(
+            wait_replicas, wait_timeout, isinstance(client, redis.cluster.RedisCluster)
+        )
         self._configure(index, ttl)
         self._configure_redis(_one_prefix(prefix, store_prefix), mode)
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
         self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, as the official stores accept
-            client = redis.Redis.from_url(client)
+            client = sync_client(client)
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
-        self._wire = Wire(client, self.cluster)
+        self._wire = Wire(client, self.cluster, wait)
         self._execute: Callable[[Round], list[Any]] = self._wire.execute
         self._sessions = _Session(self)
 
@@ -286,9 +307,12 @@ class RedisStore(_RedisConfig, SyncStore):
         mode: ModeOption = "auto",
         store_prefix: str | None = None,
         vector_prefix: str | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = 1.0,
     ) -> Iterator[RedisStore]:
-        """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), yield a set-up store, close on exit."""
-        client = redis.Redis.from_url(url)
+        """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, ``redis+sentinel://``), yield
+        a set-up store, close on exit."""
+        client = sync_client(url)
         try:
             store = cls(
                 client,
@@ -297,6 +321,8 @@ class RedisStore(_RedisConfig, SyncStore):
                 prefix=_one_prefix(prefix, store_prefix),
                 mode=mode,
                 vector_prefix=vector_prefix,
+                wait_replicas=wait_replicas,
+                wait_timeout=wait_timeout,
             )
             store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
@@ -306,7 +332,7 @@ class RedisStore(_RedisConfig, SyncStore):
             finally:
                 store.stop_ttl_sweeper()
         finally:
-            client.close()
+            close_client(client)
 
     def __enter__(self) -> RedisStore:
         """``with RedisStore(...) as store:`` closes the store (see :meth:`close`) on exit."""
@@ -325,7 +351,7 @@ class RedisStore(_RedisConfig, SyncStore):
         self.stop_ttl_sweeper()
         self._wire.close()
         if self._owns_client:
-            self.client.close()
+            close_client(self.client)
 
     def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
@@ -359,24 +385,24 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         store_prefix: str | None = None,
         vector_prefix: str | None = None,
         cluster_mode: bool | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = 1.0,
     ) -> None:
-        """``client`` is a ``redis.asyncio`` client or a URL; for a URL the store makes a client whose
-        pool blocks when all its connections are busy, so many concurrent tasks queue instead of
-        failing. ``redis_url`` / ``redis_client``, ``connection_args`` (for that client),
-        ``store_prefix`` (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official
-        store's names; ``vector_prefix`` is accepted and unused (vectors live beside each item,
-        under ``prefix``)."""
+        """``client`` is a ``redis.asyncio`` client or a URL; for a URL the store makes a client with
+        at most 64 connections, for which many concurrent tasks queue instead of failing.
+        ``redis_url`` / ``redis_client``, ``connection_args`` (for that client), ``store_prefix``
+        (= ``prefix``, default ``"langmem"``) and ``cluster_mode`` are the official store's names;
+        ``vector_prefix`` is accepted and unused (vectors live beside each item, under ``prefix``).
+        ``wait_replicas`` and ``wait_timeout`` as in :class:`RedisStore`."""
         if redis_url is not None and redis_client is not None:
             raise InvalidArgumentTypeError("pass redis_url= or redis_client=, not both")
         client = _one_client(client, redis_url or redis_client, "redis_url/redis_client")
+        wait = replica_wait(wait_replicas, wait_timeout, isinstance(client, acluster.RedisCluster))
         self._configure(index, ttl)
         self._configure_redis(_one_prefix(prefix, store_prefix), mode)
         self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, like the official AsyncRedisStore(redis_url)
-            options = {"max_connections": POOL_SIZE, **(connection_args or {})}
-            client = aredis.Redis.from_pool(
-                aredis.BlockingConnectionPool.from_url(client, **options)
-            )
+            client = async_client(client, POOL_SIZE, connection_args or {})
         elif connection_args:
             raise InvalidArgumentTypeError(
                 "connection_args apply to a URL, not to a client already made"
@@ -384,7 +410,7 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
-        wire = AsyncWire(self.client)
+        wire = AsyncWire(self.client, wait, sentinel_pool_limit(self.client))
         self._execute: Callable[[Round], Awaitable[list[Any]]] = wire.execute
         self._sessions = _AsyncSession(self, wire.slots)
         self._bind_loop()
@@ -401,6 +427,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         mode: ModeOption = "auto",
         store_prefix: str | None = None,
         vector_prefix: str | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = 1.0,
     ) -> AsyncIterator[AsyncRedisStore]:
         """Async context manager twin of :meth:`RedisStore.from_conn_string`, on a blocking pool
         (see ``__init__``): many concurrent tasks queue instead of failing with ``MaxConnectionsError``.
@@ -412,6 +440,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
             prefix=_one_prefix(prefix, store_prefix),
             mode=mode,
             vector_prefix=vector_prefix,
+            wait_replicas=wait_replicas,
+            wait_timeout=wait_timeout,
         )
         try:
             await store.setup()
@@ -437,7 +467,7 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         """Stop the background work (sweeper, calibration); close the client if made from a URL."""
         await self._stop_background()
         if self._owns_client:
-            await self.client.aclose()
+            await aclose_client(self.client)
 
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""

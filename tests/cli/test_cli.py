@@ -19,25 +19,13 @@ import pytest
 from langgraph.store.postgres import PostgresStore as OfficialStore
 from psycopg.conninfo import conninfo_to_dict
 
-from langmem_adapters.cli import SCRIPTED_LABEL, main
+from langmem_adapters.cli import SCRIPTED_LABEL
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore
 from tests import servers
+from tests.cli.conftest import Run
 
-Run = Callable[..., tuple[int, str, str]]
 NewDB = Callable[[], str]
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    """``run(*argv)`` -> (exit code, stdout, stderr) of one in-process command."""
-
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return invoke
 
 
 @contextlib.contextmanager

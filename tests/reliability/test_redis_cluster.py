@@ -22,6 +22,7 @@ from langgraph.store.base import PutOp
 from redis.cluster import ClusterNode, RedisCluster
 
 from langmem_adapters.core.records import StoredItem
+from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
 from tests.conftest import hash_index
@@ -70,6 +71,16 @@ def test_setup_picks_plain_mode_on_a_cluster(client: RedisCluster) -> None:
     assert _store(client).mode == "plain"
     with pytest.raises(RuntimeError, match="single Redis server"):
         _store(client, mode="query_engine")
+
+
+async def test_wait_replicas_is_refused_on_a_cluster(
+    client: RedisCluster, aclient: acluster.RedisCluster
+) -> None:
+    """WAIT after a batch spread over shards would wait on one of them only: not offered."""
+    with pytest.raises(InvalidArgumentError, match="not a Redis Cluster"):
+        RedisStore(client, wait_replicas=1)
+    with pytest.raises(InvalidArgumentError, match="not a Redis Cluster"):
+        AsyncRedisStore(aclient, wait_replicas=1)
 
 
 def test_namespaces_spread_over_the_nodes(client: RedisCluster) -> None:
