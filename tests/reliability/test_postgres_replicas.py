@@ -187,7 +187,9 @@ async def _wait(condition: Any, store: Store, timeout: float = 30) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
-        assert loop.time() < deadline, f"the store did not read from the replica again: {store.read_stats()}"
+        assert loop.time() < deadline, (
+            f"the store did not read from the replica again: {store.read_stats()}"
+        )
         await value(store, "a")
         await asyncio.sleep(0.05)
 
