@@ -339,7 +339,7 @@ class PostgresReplica:
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [self.ROLE]).fetchone()
         if not exists:
             conn.execute(f"CREATE ROLE {self.ROLE} WITH REPLICATION LOGIN")
-        (hba_file,) = conn.execute("SHOW hba_file").fetchone()
+        (hba_file,) = conn.execute("SHOW hba_file").fetchall()[0]
         with open(hba_file) as f:
             rules = f.read()
         if self.ROLE not in rules:
@@ -439,7 +439,7 @@ def replayed(primary_dsn: str, replica_dsn: str) -> None:
     import psycopg
 
     with psycopg.connect(primary_dsn, autocommit=True) as conn:
-        (lsn,) = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        (lsn,) = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchall()[0]
     wait_on_standby(replica_dsn, f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn")
 
 

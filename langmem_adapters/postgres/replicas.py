@@ -27,14 +27,16 @@ connection failed is left alone for :data:`RETRY_SECONDS` before it is tried aga
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import psycopg
 
+from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 from langmem_adapters.postgres.sql import Answer, Round, Statement
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "Replica",
     "ReplicaStats",
     "Routing",
+    "check_replicas",
 ]
 
 #: How long a replica whose connection failed is left alone before a read tries it again.
@@ -60,6 +63,28 @@ REPLAYED = Statement("SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::int8")
 POSITION = Statement("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8")
 
 Source = TypeVar("Source")
+
+
+def check_replicas(replicas: Any, kinds: tuple[type, ...], what: str, retry: Any) -> list[Any]:
+    """The ``replicas`` argument as a list whose items are all ``kinds`` (``what`` names them),
+    and a ``replica_retry`` that is a number of seconds >= 0; else our error naming the problem."""
+    if isinstance(replicas, (str, bytes)) or not isinstance(replicas, Iterable):
+        raise InvalidArgumentTypeError(
+            f"replicas must be a list of {what}, got {type(replicas).__name__}"
+        )
+    items = list(replicas)
+    for replica in items:
+        if not isinstance(replica, kinds):
+            raise InvalidArgumentTypeError(
+                f"each of replicas must be {what}, got {type(replica).__name__}"
+            )
+    if isinstance(retry, bool) or not isinstance(retry, (int, float)):
+        raise InvalidArgumentTypeError(
+            f"replica_retry must be a number of seconds, got {type(retry).__name__}"
+        )
+    if not math.isfinite(retry) or retry < 0:
+        raise InvalidArgumentError(f"replica_retry must be finite and >= 0, got {retry!r}")
+    return items
 
 
 @dataclass(frozen=True)

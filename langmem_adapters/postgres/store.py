@@ -60,6 +60,7 @@ from langmem_adapters.postgres.replicas import (
     ReadStats,
     Replica,
     Routing,
+    check_replicas,
 )
 from langmem_adapters.postgres.routed import (
     AsyncReadSession,
@@ -290,12 +291,15 @@ class PostgresStore(_PostgresConfig, SyncStore):
         connection failed is left alone for ``replica_retry`` seconds. ``pipe`` is
         accepted for compatibility with the official store and not needed: every round of a batch
         is already sent as one pipeline."""
+        standbys = check_replicas(
+            replicas, (psycopg.Connection, ConnectionPool), "connections or pools", replica_retry
+        )
         self._configure(index, ttl)
         self._prepare(table_prefix)
         self._connections = Connections(conn)
         self._routing = (
-            Routing([Replica(Connections(r), _where(r)) for r in replicas], retry=replica_retry)
-            if replicas
+            Routing([Replica(Connections(r), _where(r)) for r in standbys], retry=replica_retry)
+            if standbys
             else None
         )
 
@@ -326,6 +330,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
         ``ttl["sweep_interval_minutes"]`` is set and stops on exit. ``pipeline`` is accepted for
         compatibility with the official store; batches always pipeline.
         """
+        dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         with ExitStack() as stack:
             # No check on checkout: a replica's broken connection fails its round, which the
             # primary then answers, so checking would cost every read a round trip for nothing.
@@ -333,7 +338,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
                 stack.enter_context(
                     ConnectionPool(dsn, **_pool_sizes(pool_config), timeout=WAIT_SECONDS, open=True)
                 )
-                for dsn in replicas
+                for dsn in dsns
             ]
             conn: psycopg.Connection[Any] | ConnectionPool[Any]
             if pool_config is not None:
@@ -412,14 +417,20 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
     ) -> None:
         """``replicas``: hot standbys serving reads, as in :class:`PostgresStore`. ``pipe`` is
         accepted for compatibility with the official store and not needed."""
+        standbys = check_replicas(
+            replicas,
+            (psycopg.AsyncConnection, AsyncConnectionPool),
+            "async connections or pools",
+            replica_retry,
+        )
         self._configure(index, ttl)
         self._prepare(table_prefix)
         self._connections = AsyncConnections(conn)
         self._routing = (
             Routing(
-                [Replica(AsyncConnections(r), _where(r)) for r in replicas], retry=replica_retry
+                [Replica(AsyncConnections(r), _where(r)) for r in standbys], retry=replica_retry
             )
-            if replicas
+            if standbys
             else None
         )
         self._bind_loop()
@@ -444,9 +455,10 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         replica_retry: float = RETRY_SECONDS,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """Async context manager twin of :meth:`PostgresStore.from_conn_string`."""
+        dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         async with AsyncExitStack() as stack:
             standbys: list[AsyncConnectionPool[Any]] = []
-            for dsn in replicas:  # no check on checkout, as in PostgresStore.from_conn_string
+            for dsn in dsns:  # no check on checkout, as in PostgresStore.from_conn_string
                 standby: AsyncConnectionPool[Any] = AsyncConnectionPool(
                     dsn, **_pool_sizes(pool_config), timeout=WAIT_SECONDS, open=False
                 )

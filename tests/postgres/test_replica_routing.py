@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import psycopg
+from typing import Any
 
+import psycopg
+import pytest
+
+from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.replicas import POSITION, REPLAYED, ReadRun, Replica, Routing
 from langmem_adapters.postgres.sql import Round, Statement
 
@@ -103,3 +108,31 @@ def test_with_every_replica_down_reads_go_to_the_primary() -> None:
     run = ReadRun(routing)
     assert run.target(READ) == (None, READ)
     assert run.from_primary([[(1,)]]) == [[(1,)]]
+
+
+@pytest.mark.parametrize(
+    ("replicas", "retry", "error"),
+    [
+        ("postgresql://replica/db", 5.0, InvalidArgumentTypeError),  # a string, not a list of them
+        ([42], 5.0, InvalidArgumentTypeError),
+        (["postgresql://replica/db"], -1, InvalidArgumentError),
+        (["postgresql://replica/db"], float("nan"), InvalidArgumentError),
+        (["postgresql://replica/db"], "5", InvalidArgumentTypeError),
+    ],
+)
+async def test_bad_replica_arguments_are_refused_before_any_connection(
+    replicas: Any, retry: Any, error: type[Exception]
+) -> None:
+    unreachable = "postgresql://nobody@127.0.0.1:1/none"  # never connected to: checked first
+    with (
+        pytest.raises(error),
+        PostgresStore.from_conn_string(unreachable, replicas=replicas, replica_retry=retry),
+    ):
+        pass
+    with pytest.raises(error):
+        async with AsyncPostgresStore.from_conn_string(
+            unreachable, replicas=replicas, replica_retry=retry
+        ):
+            pass
+    with pytest.raises(InvalidArgumentTypeError):
+        PostgresStore(None, replicas=["postgresql://replica/db"])  # type: ignore[arg-type,list-item]
