@@ -378,22 +378,15 @@ class PostgresReplica:
             self.proc.kill()
             self.proc.wait(self.timeout)
 
-    def stop(self) -> None:
-        """A fast shutdown (SIGINT), waited for."""
-        import signal
-
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            self.proc.wait(self.timeout)
-
     def close(self) -> None:
-        """Stop the standby, drop its slot on the primary (once its sender has gone) and its files."""
+        """Kill the standby (its files go: no shutdown checkpoint to wait for), drop its slot on the
+        primary once its sender has gone, and its files."""
         import shutil
         import time
 
         import psycopg
 
-        self.stop()
+        self.kill()
         with psycopg.connect(self.primary_dsn, autocommit=True) as conn:
             deadline = time.monotonic() + self.timeout
             while (
