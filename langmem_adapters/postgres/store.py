@@ -64,8 +64,10 @@ from langmem_adapters.postgres.replicas import (
 )
 from langmem_adapters.postgres.routed import (
     AsyncReadSession,
+    AsyncReplicaConnection,
     AsyncWriteSession,
     ReadSession,
+    ReplicaConnection,
     WriteSession,
 )
 from langmem_adapters.postgres.schema import Tables, check_ann
@@ -256,15 +258,42 @@ def _where(conn: Any) -> str:
     return f"{host}:{port or 5432}/{dbname or ''}"
 
 
-def _pool_sizes(pool_config: PoolConfig | None) -> dict[str, Any]:
-    """A replica pool's sizes and connection options: the primary's ``pool_config``, else one
-    connection (as the primary gets without it)."""
-    config = pool_config or {"min_size": 1, "max_size": 1}
+def _pool_options(pool_config: PoolConfig) -> dict[str, Any]:
+    """A replica pool's options: the primary's sizes and connection settings, a short wait for a
+    connection, and no check on checkout: a replica's broken connection fails its round, which the
+    primary then answers, so checking would cost every read a round trip for nothing."""
     return {
-        "min_size": config.get("min_size", 1),
-        "max_size": config.get("max_size"),
-        "kwargs": {**CONNECT_KWARGS, **config.get("kwargs", {})},
+        "min_size": pool_config.get("min_size", 1),
+        "max_size": pool_config.get("max_size"),
+        "kwargs": {**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
+        "timeout": WAIT_SECONDS,
     }
+
+
+def _replica(dsn: str, pool_config: PoolConfig | None, stack: ExitStack) -> Replica[Connections]:
+    """A replica of ``from_conn_string``: a pool with ``pool_config``, else one connection opened on
+    first use (as the primary gets one); closed with ``stack``."""
+    if pool_config is None:
+        own = ReplicaConnection(dsn)
+        stack.callback(own.close)
+        return Replica(own, _where(own))
+    pool = stack.enter_context(ConnectionPool(dsn, **_pool_options(pool_config), open=True))
+    return Replica(Connections(pool), _where(pool))
+
+
+async def _async_replica(
+    dsn: str, pool_config: PoolConfig | None, stack: AsyncExitStack
+) -> Replica[AsyncConnections]:
+    """The async twin of :func:`_replica`."""
+    if pool_config is None:
+        own = AsyncReplicaConnection(dsn)
+        stack.push_async_callback(own.close)
+        return Replica(own, _where(own))
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, **_pool_options(pool_config), open=False
+    )
+    await pool.open()
+    return Replica(AsyncConnections(await stack.enter_async_context(pool)), _where(pool))
 
 
 class PostgresStore(_PostgresConfig, SyncStore):
@@ -325,21 +354,15 @@ class PostgresStore(_PostgresConfig, SyncStore):
         """Connect (one connection, or a pool with ``pool_config``) and yield a store; closes on exit.
 
         ``replicas``: connection strings of hot standbys that serve reads, each through a pool of
-        ``pool_config``'s sizes (else one connection), opened in the background: a replica that is
-        down at start is tried again later (``replica_retry``: as in the constructor). A TTL sweeper starts when
-        ``ttl["sweep_interval_minutes"]`` is set and stops on exit. ``pipeline`` is accepted for
-        compatibility with the official store; batches always pipeline.
+        ``pool_config``'s sizes (opened in the background) or else one connection (opened on first
+        use): a replica that is down at start is tried again later (``replica_retry``: as in the
+        constructor). A TTL sweeper starts when ``ttl["sweep_interval_minutes"]`` is set and stops
+        on exit. ``pipeline`` is accepted for compatibility with the official store; batches always
+        pipeline.
         """
         dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         with ExitStack() as stack:
-            # No check on checkout: a replica's broken connection fails its round, which the
-            # primary then answers, so checking would cost every read a round trip for nothing.
-            standbys = [
-                stack.enter_context(
-                    ConnectionPool(dsn, **_pool_sizes(pool_config), timeout=WAIT_SECONDS, open=True)
-                )
-                for dsn in dsns
-            ]
+            standbys = [_replica(dsn, pool_config, stack) for dsn in dsns]
             conn: psycopg.Connection[Any] | ConnectionPool[Any]
             if pool_config is not None:
                 conn = stack.enter_context(
@@ -354,14 +377,9 @@ class PostgresStore(_PostgresConfig, SyncStore):
                 )
             else:
                 conn = psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
-            store = cls(
-                conn,
-                index=index,
-                ttl=ttl,
-                table_prefix=table_prefix,
-                replicas=standbys,
-                replica_retry=replica_retry,
-            )
+            store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
+            if standbys:
+                store._routing = Routing(standbys, retry=replica_retry)
             if not isinstance(conn, ConnectionPool):
                 # Close the store's current connection: a reconnect may have replaced ``conn``.
                 stack.callback(lambda: store.conn.close())
@@ -457,13 +475,7 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         """Async context manager twin of :meth:`PostgresStore.from_conn_string`."""
         dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         async with AsyncExitStack() as stack:
-            standbys: list[AsyncConnectionPool[Any]] = []
-            for dsn in dsns:  # no check on checkout, as in PostgresStore.from_conn_string
-                standby: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    dsn, **_pool_sizes(pool_config), timeout=WAIT_SECONDS, open=False
-                )
-                await standby.open()
-                standbys.append(await stack.enter_async_context(standby))
+            standbys = [await _async_replica(dsn, pool_config, stack) for dsn in dsns]
             conn: psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]
             if pool_config is not None:
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
@@ -478,14 +490,9 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
                 conn = await stack.enter_async_context(pool)
             else:
                 conn = await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
-            store = cls(
-                conn,
-                index=index,
-                ttl=ttl,
-                table_prefix=table_prefix,
-                replicas=standbys,
-                replica_retry=replica_retry,
-            )
+            store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
+            if standbys:
+                store._routing = Routing(standbys, retry=replica_retry)
             if not isinstance(conn, AsyncConnectionPool):
                 # Close the store's current connection: a reconnect may have replaced ``conn``.
                 stack.push_async_callback(lambda: store.conn.close())

@@ -155,13 +155,16 @@ async def test_ttl_refreshes_go_to_the_primary(kind: str, standby: Any) -> None:
         assert stats.replicas[0].failures == 0 and stats.primary == 0
 
 
-async def test_a_replica_that_goes_away(kind: str, standby: Any) -> None:
+@pytest.mark.parametrize("pooled", [False, True], ids=["own-connection", "pool"])
+async def test_a_replica_that_goes_away(kind: str, pooled: bool, standby: Any) -> None:
     """Killed mid-use, the replica costs the caller nothing: reads are answered (correctly) by the
-    primary, and once it is back the store reads from it again."""
+    primary, and once it is back the store reads from it again (its own connection reopened, or
+    its pool reconnected)."""
     primary, replica, proc = standby
     if proc is None:
         pytest.skip("the standby named by LANGMEM_TEST_POSTGRES_REPLICA_DSN cannot be killed here")
-    async with open_store(kind, primary, replica, replica_retry=0.2) as store:
+    options: dict[str, Any] = {"pool_config": {"max_size": 2}} if pooled else {}
+    async with open_store(kind, primary, replica, replica_retry=0.2, **options) as store:
         await store.aput(NS, "a", {"v": 1})
         servers.replayed(primary, replica)
         assert await value(store, "a") == {"v": 1}
