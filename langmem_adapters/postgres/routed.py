@@ -142,9 +142,11 @@ class WriteSession(Session):
             self._counted = True
             conn = self._conn
             with suppress(psycopg.Error):  # then the next read learns it (see replicas)
-                (row,) = conn.cursor(row_factory=tuple_row).execute(POSITION.sql).fetchall()
-                if not conn.autocommit:  # end the transaction the query opened
-                    conn.rollback()
+                try:
+                    (row,) = conn.cursor(row_factory=tuple_row).execute(POSITION.sql).fetchall()
+                finally:
+                    if not conn.autocommit:  # end the transaction the query opened
+                        conn.rollback()
                 self._routing.learned(writes, int(row[0]))
 
     def __exit__(self, *exc_info: Any) -> None:
@@ -228,10 +230,12 @@ class AsyncWriteSession(AsyncSession):
             self._counted = True
             conn = self._conn
             with suppress(psycopg.Error):
-                cur = await conn.cursor(row_factory=tuple_row).execute(POSITION.sql)
-                (row,) = await cur.fetchall()
-                if not conn.autocommit:
-                    await conn.rollback()
+                try:
+                    cur = await conn.cursor(row_factory=tuple_row).execute(POSITION.sql)
+                    (row,) = await cur.fetchall()
+                finally:
+                    if not conn.autocommit:
+                        await conn.rollback()
                 self._routing.learned(writes, int(row[0]))
 
     async def __aexit__(self, *exc_info: Any) -> None:

@@ -209,3 +209,22 @@ async def test_a_replica_that_is_down_from_the_start(kind: str, standby: Any) ->
         stats = store.read_stats()
         assert stats.primary >= 3 and stats.replicas[0].reads == 0
         assert not stats.replicas[0].up
+
+
+def test_connections_passed_in_not_in_autocommit_mode(standby: Any) -> None:
+    """A store made from the caller's own connections (not in autocommit mode): reads from the
+    replica, its own writes read back while replay is paused, and no transaction left open."""
+    primary, replica, _ = standby
+    with psycopg.connect(primary) as pconn, psycopg.connect(replica) as rconn:
+        store = PostgresStore(pconn, replicas=[rconn], table_prefix=f"rep{uuid.uuid4().hex[:10]}")
+        store.setup()
+        store.put(NS, "a", {"v": 1})
+        servers.replayed(primary, replica)
+        assert store.get(NS, "a").value == {"v": 1}  # type: ignore[union-attr]
+        with replay_paused(replica):
+            store.put(NS, "a", {"v": 2})
+            assert store.get(NS, "a").value == {"v": 2}  # type: ignore[union-attr]
+        stats = store.read_stats()
+        assert stats.replicas[0].reads >= 1 and stats.replicas[0].failures == 0
+        idle = psycopg.pq.TransactionStatus.IDLE
+        assert pconn.info.transaction_status == idle and rconn.info.transaction_status == idle
