@@ -428,12 +428,17 @@ def wait_on_standby(dsn: str, condition: str, timeout: float = 30, proc: Any = N
 
 
 def replayed(primary_dsn: str, replica_dsn: str) -> None:
-    """Wait until the standby has replayed everything the primary had written when called."""
+    """Wait until the standby has replayed everything the primary had written when called (the
+    position the stores compare, see ``langmem_adapters.postgres.replicas.POSITION``)."""
     import psycopg
 
+    from langmem_adapters.postgres.replicas import POSITION
+
     with psycopg.connect(primary_dsn, autocommit=True) as conn:
-        (lsn,) = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchall()[0]
-    wait_on_standby(replica_dsn, f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn")
+        (position,) = conn.execute(POSITION.sql).fetchall()[0]
+    wait_on_standby(
+        replica_dsn, f"SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::int8 >= {int(position)}"
+    )
 
 
 def postgres_replica() -> tuple[str, str, PostgresReplica | None]:

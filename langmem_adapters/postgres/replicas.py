@@ -58,9 +58,17 @@ WAIT_SECONDS = 1.0
 
 #: The replica's replay position, sent before a read that must not be older than the store's writes.
 REPLAYED = Statement("SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::int8")
-#: The primary's WAL insert position, sent after a read on the primary that learns where the store's
-#: writes (committed before the read) end.
-POSITION = Statement("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8")
+#: The primary's WAL insert position (read after commits: at or past their end). When the last record
+#: ended exactly at a page boundary, the insert position points past the next page's header (24 bytes,
+#: 40 on a segment's first page), which no record ends in and a standby's replay position never
+#: reports (it reports record ends): that boundary is used instead, or a replica would look behind
+#: until more WAL came. Every record end at or past the boundary is at or past the insert position
+#: too (a record is at least 24 bytes), so the comparison means the same.
+POSITION = Statement(
+    "SELECT p - CASE WHEN p % b IN (24, 40) THEN p % b ELSE 0 END FROM "
+    "(SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8 AS p, "
+    "current_setting('wal_block_size')::int8 AS b) AS w"
+)
 
 Source = TypeVar("Source")
 

@@ -223,9 +223,10 @@ class _PostgresConfig:
         """``delete_namespace`` (:func:`~langmem_adapters.postgres.namespaces.delete_namespace_plan`)."""
         return delete_namespace_plan(self.tables, prefix)
 
+    @property
     def read_stats(self) -> ReadStats:
-        """Where this store's read rounds went: the primary, or each replica (with what it last
-        reported); all zero without replicas."""
+        """Where this store's read rounds went so far: the primary, or each replica (with what it
+        last reported); all zero without replicas. No I/O (a property: nothing to await)."""
         return self._routing.stats() if self._routing is not None else ReadStats(0, ())
 
     def __repr__(self) -> str:

@@ -69,7 +69,7 @@ def replay_paused(replica: str) -> Iterator[None]:
 
 
 def replica_reads(store: Store) -> int:
-    return store.read_stats().replicas[0].reads
+    return store.read_stats.replicas[0].reads
 
 
 async def value(store: Store, key: str) -> Any:
@@ -89,12 +89,12 @@ async def test_reads_are_served_by_the_replica(kind: str, standby: Any) -> None:
             with PostgresStore.from_conn_string(primary, table_prefix=store.tables.prefix) as other:
                 other.put(NS, "a", {"v": 2})
                 other.put(("elsewhere",), "b", {"v": 3})
-            before = store.read_stats()
+            before = store.read_stats
             assert await value(store, "a") == {"v": 1}
             assert [i.value for i in await store.asearch(NS)] == [{"v": 1}]
             assert await store.alist_namespaces() == [NS]
             assert await store.acount(()) == 1
-            after = store.read_stats()
+            after = store.read_stats
             assert after.primary == before.primary
             assert replica_reads(store) >= before.replicas[0].reads + 4
         servers.replayed(primary, replica)
@@ -122,7 +122,7 @@ async def test_reads_see_the_stores_own_writes_while_the_replica_lags(
                 assert await store.acount(NS) == 1 + i
             await store.adelete(NS, "a")
             assert await value(store, "a") is None
-            assert store.read_stats().replicas[0].behind >= 1
+            assert store.read_stats.replicas[0].behind >= 1
         servers.replayed(primary, replica)
         served = replica_reads(store)
         assert await value(store, "a") is None
@@ -151,7 +151,7 @@ async def test_ttl_refreshes_go_to_the_primary(kind: str, standby: Any) -> None:
                 assert replica_reads(store) == served + 1
                 assert expiry() > before
         # Never tried on the replica (where it would fail) nor counted as a read on the primary.
-        stats = store.read_stats()
+        stats = store.read_stats
         assert stats.replicas[0].failures == 0 and stats.primary == 0
 
 
@@ -174,7 +174,7 @@ async def test_a_replica_that_goes_away(kind: str, pooled: bool, standby: Any) -
                 assert await value(store, "a") == {"v": i - 1}
                 await store.aput(NS, "a", {"v": i})
                 assert [x.value for x in await store.asearch(NS)] == [{"v": i}]
-            stats = store.read_stats().replicas[0]
+            stats = store.read_stats.replicas[0]
             assert stats.failures >= 1
         finally:
             proc.start()
@@ -191,7 +191,7 @@ async def _wait(condition: Any, store: Store, timeout: float = 30) -> None:
     deadline = loop.time() + timeout
     while not condition():
         assert loop.time() < deadline, (
-            f"the store did not read from the replica again: {store.read_stats()}"
+            f"the store did not read from the replica again: {store.read_stats}"
         )
         await value(store, "a")
         await asyncio.sleep(0.05)
@@ -206,7 +206,7 @@ async def test_a_replica_that_is_down_from_the_start(kind: str, standby: Any) ->
         await store.aput(NS, "a", {"v": 1})
         for _ in range(3):
             assert await value(store, "a") == {"v": 1}
-        stats = store.read_stats()
+        stats = store.read_stats
         assert stats.primary >= 3 and stats.replicas[0].reads == 0
         assert not stats.replicas[0].up
 
@@ -224,7 +224,7 @@ def test_connections_passed_in_not_in_autocommit_mode(standby: Any) -> None:
         with replay_paused(replica):
             store.put(NS, "a", {"v": 2})
             assert store.get(NS, "a").value == {"v": 2}  # type: ignore[union-attr]
-        stats = store.read_stats()
+        stats = store.read_stats
         assert stats.replicas[0].reads >= 1 and stats.replicas[0].failures == 0
         idle = psycopg.pq.TransactionStatus.IDLE
         assert pconn.info.transaction_status == idle and rconn.info.transaction_status == idle
