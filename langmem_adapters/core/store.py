@@ -135,6 +135,11 @@ def _pages(records: Iterable[StoredItem], page_size: Any) -> list[list[tuple[Sto
     return [checked[i : i + page_size] for i in range(0, len(checked), page_size)]
 
 
+def _reads_only(ops: list[Op], if_absent: bool) -> bool:
+    """Whether a batch only reads (gets, searches, listings): a backend may run it on a replica."""
+    return not if_absent and not any(isinstance(op, PutOp) for op in ops)
+
+
 def _counting(prefix: Any, filter: Any) -> tuple[tuple[str, ...], tuple[Condition, ...]]:
     """The checked arguments of ``count``: a prefix (``()``: every namespace) and its filter."""
     return check_prefix(prefix), parse_filter(filter)
@@ -157,9 +162,14 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
         """The backend's connection (and transaction) context, yielding how to execute one round."""
         raise NotImplementedError
 
-    def _run(self, steps: Plan[R]) -> R:
-        """Drive a plan in one session: embed with the sync embedder, rounds on the backend."""
-        with self._session() as execute:
+    def _read_session(self) -> AbstractContextManager[Callable[[Any], Any]]:
+        """The session of a plan that only reads (a backend may send it to a replica)."""
+        return self._session()
+
+    def _run(self, steps: Plan[R], *, reads: bool = False) -> R:
+        """Drive a plan in one session (``reads``: a plan that only reads): embed with the sync
+        embedder, rounds on the backend."""
+        with self._read_session() if reads else self._session() as execute:
             embed = self._embed
             return drive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
@@ -170,7 +180,9 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
     def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
         for attempt in range(self._attempts):
             try:
-                return self._run(self._plan(ops, if_absent=if_absent))
+                return self._run(
+                    self._plan(ops, if_absent=if_absent), reads=_reads_only(ops, if_absent)
+                )
             except self._retryable:
                 if attempt == self._attempts - 1:
                     raise
@@ -224,7 +236,7 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
         prefix, size, cursor = _listing(namespace_prefix, page_size, after)
         position: Cursor | None = cursor
         while position is not None:
-            page, position = self._run(self._items_plan(prefix, position, size))
+            page, position = self._run(self._items_plan(prefix, position, size), reads=True)
             yield from page
 
     async def aiter_items(
@@ -239,7 +251,7 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
         position: Cursor | None = cursor
         while position is not None:
             page, position = await asyncio.to_thread(
-                self._run, self._items_plan(prefix, position, size)
+                self._run, self._items_plan(prefix, position, size), reads=True
             )
             for item in page:
                 yield item
@@ -262,7 +274,7 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
     ) -> int:
         """How many live items lie at or below ``namespace_prefix`` (whole labels; ``()``: every
         namespace) and match ``filter`` (as in ``search``); expired items never count."""
-        return int(self._run(self._count_plan(*_counting(namespace_prefix, filter))))
+        return int(self._run(self._count_plan(*_counting(namespace_prefix, filter)), reads=True))
 
     async def acount(
         self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
@@ -315,19 +327,26 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         executing one round."""
         raise NotImplementedError
 
-    async def _drive(self, steps: Plan[R]) -> R:
-        """Drive a plan in one session with awaits (binding the loop that later sync calls from other
-        threads will use): the same requests as the sync store, executed asynchronously."""
+    def _read_session(self) -> AbstractAsyncContextManager[Callable[[Any], Any]]:
+        """The session of a plan that only reads (a backend may send it to a replica)."""
+        return self._session()
+
+    async def _drive(self, steps: Plan[R], *, reads: bool = False) -> R:
+        """Drive a plan in one session with awaits (``reads``: a plan that only reads), binding the
+        loop that later sync calls from other threads will use: the same requests as the sync
+        store, executed asynchronously."""
         if self.loop is None:
             self.loop = asyncio.get_running_loop()
-        async with self._session() as execute:
+        async with self._read_session() if reads else self._session() as execute:
             embed = self._aembed
             return await adrive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
     async def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
         for attempt in range(self._attempts):
             try:
-                return await self._drive(self._plan(ops, if_absent=if_absent))
+                return await self._drive(
+                    self._plan(ops, if_absent=if_absent), reads=_reads_only(ops, if_absent)
+                )
             except self._retryable:
                 if attempt == self._attempts - 1:
                     raise
@@ -398,7 +417,7 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         prefix, size, cursor = _listing(namespace_prefix, page_size, after)
         position: Cursor | None = cursor
         while position is not None:
-            page, position = await self._drive(self._items_plan(prefix, position, size))
+            page, position = await self._drive(self._items_plan(prefix, position, size), reads=True)
             for item in page:
                 yield item
 
@@ -413,7 +432,9 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         prefix, size, cursor = _listing(namespace_prefix, page_size, after)
         position: Cursor | None = cursor
         while position is not None:
-            page, position = self._sync(self._drive(self._items_plan(prefix, position, size)))
+            page, position = self._sync(
+                self._drive(self._items_plan(prefix, position, size), reads=True)
+            )
             yield from page
 
     async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
@@ -433,7 +454,9 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
     ) -> int:
         """Live items at or below ``namespace_prefix`` matching ``filter`` (see :meth:`SyncStore.count`)."""
-        return int(await self._drive(self._count_plan(*_counting(namespace_prefix, filter))))
+        return int(
+            await self._drive(self._count_plan(*_counting(namespace_prefix, filter)), reads=True)
+        )
 
     def count(
         self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None

@@ -293,11 +293,17 @@ class Session(_Held[Connections, psycopg.Connection[Any], Pooled, Transaction]):
         try:
             if tx is not None:
                 tx.__exit__(*exc_info)
+            if exc_info[1] is None:
+                self._committed()
         except BaseException as err:
             ended = (type(err), err, err.__traceback__)
             raise
         finally:
             self._connections.give_back(self._pooled, *ended)
+
+    def _committed(self) -> None:
+        """After the plan committed, before the connection goes back: nothing here (a store with
+        replicas learns where its write ends, see :mod:`~langmem_adapters.postgres.routed`)."""
 
 
 class AsyncSession(
@@ -353,8 +359,14 @@ class AsyncSession(
         try:
             if tx is not None:
                 await tx.__aexit__(*exc_info)
+            if exc_info[1] is None:
+                await self._committed()
         except BaseException as err:
             ended = (type(err), err, err.__traceback__)
             raise
         finally:
             await self._connections.give_back(self._pooled, *ended)
+
+    async def _committed(self) -> None:
+        """After the plan committed, before the connection goes back (see
+        :meth:`Session._committed`)."""

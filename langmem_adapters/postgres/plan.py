@@ -73,7 +73,7 @@ def plan(
             (rows,) = yield Round([get_statement(t, batch.gets)])
             _get_results(batch.gets, rows, results, refresh)
         if refresh:
-            yield Round([refresh_statement(t, list(refresh))])
+            yield Round([refresh_statement(t, list(refresh))], writes=True)
         return results
     if spec is None and not (batch.gets or batch.searches or batch.lists):
         # Only writes, and no vectors to write (the commonest write): one round, none of the read work.
@@ -88,7 +88,7 @@ def plan(
     stats = stats or SearchStats()
     if qvecs and spec is not None and spec.hybrid is not None and stats.lexicon.stale():
         # The lexical side's copy of the word statistics, renewed about once a minute.
-        yield Round([terms_refresh(t, spec)])
+        yield Round([terms_refresh(t, spec)], writes=True)
         stats.lexicon.mark()
     ef, narrow, broad = 100, set[str](), set[str]()
     if qvecs and spec is not None and spec.kind != "exact":
@@ -190,7 +190,7 @@ def plan(
     if reads_first:
         yield Round(writes)
     if refresh:
-        yield Round([refresh_statement(t, list(refresh))])
+        yield Round([refresh_statement(t, list(refresh))], writes=True)
     if if_absent:
         # Only a created item gets vectors: a live item that won the race keeps its own.
         created = bool(write_rows[0])

@@ -58,10 +58,14 @@ class Round(NamedTuple):
 
     ``tx`` opens an explicit transaction that lasts until the plan ends, for plans whose rounds must
     commit together (setup under its advisory lock, ``put_if_absent`` with its vectors, a restore page).
+    ``writes`` marks a round that writes inside a plan that otherwise only reads (a TTL refresh, the
+    lexical terms copy): a store with read replicas sends it to the primary (plans that write as a
+    whole run there anyway, see :mod:`~langmem_adapters.postgres.replicas`).
     """
 
     statements: list[Statement]
     tx: bool = False
+    writes: bool = False
 
 
 Request = Embed | Round

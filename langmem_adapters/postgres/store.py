@@ -54,6 +54,22 @@ from langmem_adapters.postgres.probe import (
     calibration_session,
 )
 from langmem_adapters.postgres.reindex import PostgresReindex
+from langmem_adapters.postgres.replicas import (
+    RETRY_SECONDS,
+    WAIT_SECONDS,
+    ReadStats,
+    Replica,
+    Routing,
+    check_replicas,
+)
+from langmem_adapters.postgres.routed import (
+    AsyncReadSession,
+    AsyncReplicaConnection,
+    AsyncWriteSession,
+    ReadSession,
+    ReplicaConnection,
+    WriteSession,
+)
 from langmem_adapters.postgres.schema import Tables, check_ann
 from langmem_adapters.postgres.search import EF_SEARCH, EXACT_BELOW
 from langmem_adapters.postgres.sql import Answer, Round
@@ -100,6 +116,7 @@ class _PostgresConfig:
     index_config: Mapping[str, Any] | None
     _guard: IdentityGuard
     ttl_config: TTLConfig | None
+    _routing: Routing[Any] | None
     # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
     # So did a vector table that a reindex switched away (the rerun checks the identity first).
     _retryable: tuple[type[Exception], ...] = (
@@ -206,6 +223,12 @@ class _PostgresConfig:
         """``delete_namespace`` (:func:`~langmem_adapters.postgres.namespaces.delete_namespace_plan`)."""
         return delete_namespace_plan(self.tables, prefix)
 
+    @property
+    def read_stats(self) -> ReadStats:
+        """Where this store's read rounds went so far: the primary, or each replica (with what it
+        last reported); all zero without replicas. No I/O (a property: nothing to await)."""
+        return self._routing.stats() if self._routing is not None else ReadStats(0, ())
+
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
         conn: Any = getattr(self, "conn", None)
@@ -219,10 +242,59 @@ class _PostgresConfig:
             if self.index_spec
             else ""
         )
+        replicas = f", replicas={len(self._routing.replicas)}" if self._routing else ""
         return (
             f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
-            f"table_prefix={self.tables.prefix!r}{index})"
+            f"table_prefix={self.tables.prefix!r}{index}{replicas})"
         )
+
+
+def _where(conn: Any) -> str:
+    """A server's address for stats and messages, never with credentials."""
+    if hasattr(conn, "info"):
+        host, port, dbname = conn.info.host, conn.info.port, conn.info.dbname
+    else:
+        params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
+        host, port, dbname = params.get("host"), params.get("port"), params.get("dbname")
+    return f"{host}:{port or 5432}/{dbname or ''}"
+
+
+def _pool_options(pool_config: PoolConfig) -> dict[str, Any]:
+    """A replica pool's options: the primary's sizes and connection settings, a short wait for a
+    connection, and no check on checkout: a replica's broken connection fails its round, which the
+    primary then answers, so checking would cost every read a round trip for nothing."""
+    return {
+        "min_size": pool_config.get("min_size", 1),
+        "max_size": pool_config.get("max_size"),
+        "kwargs": {**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
+        "timeout": WAIT_SECONDS,
+    }
+
+
+def _replica(dsn: str, pool_config: PoolConfig | None, stack: ExitStack) -> Replica[Connections]:
+    """A replica of ``from_conn_string``: a pool with ``pool_config``, else one connection opened on
+    first use (as the primary gets one); closed with ``stack``."""
+    if pool_config is None:
+        own = ReplicaConnection(dsn)
+        stack.callback(own.close)
+        return Replica(own, _where(own))
+    pool = stack.enter_context(ConnectionPool(dsn, **_pool_options(pool_config), open=True))
+    return Replica(Connections(pool), _where(pool))
+
+
+async def _async_replica(
+    dsn: str, pool_config: PoolConfig | None, stack: AsyncExitStack
+) -> Replica[AsyncConnections]:
+    """The async twin of :func:`_replica`."""
+    if pool_config is None:
+        own = AsyncReplicaConnection(dsn)
+        stack.push_async_callback(own.close)
+        return Replica(own, _where(own))
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn, **_pool_options(pool_config), open=False
+    )
+    await pool.open()
+    return Replica(AsyncConnections(await stack.enter_async_context(pool)), _where(pool))
 
 
 class PostgresStore(_PostgresConfig, SyncStore):
@@ -241,12 +313,25 @@ class PostgresStore(_PostgresConfig, SyncStore):
         ttl: TTLConfig | None = None,
         table_prefix: str = "langmem",
         pipe: Any = None,
+        replicas: Sequence[psycopg.Connection[Any] | ConnectionPool[Any]] = (),
+        replica_retry: float = RETRY_SECONDS,
     ) -> None:
-        """``pipe`` is accepted for compatibility with the official store and not needed: every
-        round of a batch is already sent as one pipeline."""
+        """``replicas``: hot standbys of ``conn``'s server (connections or pools) that serve
+        reads (see docs/reliability.md#read-replicas); the caller closes them. A replica whose
+        connection failed is left alone for ``replica_retry`` seconds. ``pipe`` is
+        accepted for compatibility with the official store and not needed: every round of a batch
+        is already sent as one pipeline."""
+        standbys = check_replicas(
+            replicas, (psycopg.Connection, ConnectionPool), "connections or pools", replica_retry
+        )
         self._configure(index, ttl)
         self._prepare(table_prefix)
         self._connections = Connections(conn)
+        self._routing = (
+            Routing([Replica(Connections(r), _where(r)) for r in standbys], retry=replica_retry)
+            if standbys
+            else None
+        )
 
     @property
     def conn(self) -> psycopg.Connection[Any] | ConnectionPool[Any]:
@@ -264,13 +349,21 @@ class PostgresStore(_PostgresConfig, SyncStore):
         pool_config: PoolConfig | None = None,
         table_prefix: str = "langmem",
         pipeline: bool = False,
+        replicas: Sequence[str] = (),
+        replica_retry: float = RETRY_SECONDS,
     ) -> Iterator[PostgresStore]:
         """Connect (one connection, or a pool with ``pool_config``) and yield a store; closes on exit.
 
-        A TTL sweeper starts when ``ttl["sweep_interval_minutes"]`` is set and stops on exit.
-        ``pipeline`` is accepted for compatibility with the official store; batches always pipeline.
+        ``replicas``: connection strings of hot standbys that serve reads, each through a pool of
+        ``pool_config``'s sizes (opened in the background) or else one connection (opened on first
+        use): a replica that is down at start is tried again later (``replica_retry``: as in the
+        constructor). A TTL sweeper starts when ``ttl["sweep_interval_minutes"]`` is set and stops
+        on exit. ``pipeline`` is accepted for compatibility with the official store; batches always
+        pipeline.
         """
+        dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         with ExitStack() as stack:
+            standbys = [_replica(dsn, pool_config, stack) for dsn in dsns]
             conn: psycopg.Connection[Any] | ConnectionPool[Any]
             if pool_config is not None:
                 conn = stack.enter_context(
@@ -286,6 +379,8 @@ class PostgresStore(_PostgresConfig, SyncStore):
             else:
                 conn = psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
+            if standbys:
+                store._routing = Routing(standbys, retry=replica_retry)
             if not isinstance(conn, ConnectionPool):
                 # Close the store's current connection: a reconnect may have replaced ``conn``.
                 stack.callback(lambda: store.conn.close())
@@ -296,8 +391,16 @@ class PostgresStore(_PostgresConfig, SyncStore):
             yield store
 
     def _session(self) -> Session:
-        """The connection (and transaction) of one plan run."""
-        return Session(self._connections)
+        """The connection (and transaction) of one plan run (on the primary)."""
+        if self._routing is None:
+            return Session(self._connections)
+        return WriteSession(self._connections, self._routing, learn=True)
+
+    def _read_session(self) -> Session | ReadSession:
+        """The session of a plan that only reads: on the replicas when the store has some."""
+        if self._routing is None:
+            return self._session()
+        return ReadSession(self._connections, self._routing)
 
     def _calibration_session(self) -> AbstractContextManager[Callable[[Round], Answer]]:
         """The calibration's rounds, on the pool or on a connection of its own."""
@@ -328,12 +431,27 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         ttl: TTLConfig | None = None,
         table_prefix: str = "langmem",
         pipe: Any = None,
+        replicas: Sequence[psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]] = (),
+        replica_retry: float = RETRY_SECONDS,
     ) -> None:
-        """``pipe`` is accepted for compatibility with the official store and not needed: every
-        round of a batch is already sent as one pipeline."""
+        """``replicas``: hot standbys serving reads, as in :class:`PostgresStore`. ``pipe`` is
+        accepted for compatibility with the official store and not needed."""
+        standbys = check_replicas(
+            replicas,
+            (psycopg.AsyncConnection, AsyncConnectionPool),
+            "async connections or pools",
+            replica_retry,
+        )
         self._configure(index, ttl)
         self._prepare(table_prefix)
         self._connections = AsyncConnections(conn)
+        self._routing = (
+            Routing(
+                [Replica(AsyncConnections(r), _where(r)) for r in standbys], retry=replica_retry
+            )
+            if standbys
+            else None
+        )
         self._bind_loop()
 
     @property
@@ -352,9 +470,13 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         pool_config: PoolConfig | None = None,
         table_prefix: str = "langmem",
         pipeline: bool = False,
+        replicas: Sequence[str] = (),
+        replica_retry: float = RETRY_SECONDS,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """Async context manager twin of :meth:`PostgresStore.from_conn_string`."""
+        dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         async with AsyncExitStack() as stack:
+            standbys = [await _async_replica(dsn, pool_config, stack) for dsn in dsns]
             conn: psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]
             if pool_config is not None:
                 pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
@@ -370,6 +492,8 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
             else:
                 conn = await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
+            if standbys:
+                store._routing = Routing(standbys, retry=replica_retry)
             if not isinstance(conn, AsyncConnectionPool):
                 # Close the store's current connection: a reconnect may have replaced ``conn``.
                 stack.push_async_callback(lambda: store.conn.close())
@@ -381,8 +505,16 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
             yield store
 
     def _session(self) -> AsyncSession:
-        """The connection (and transaction) of one plan run."""
-        return AsyncSession(self._connections)
+        """The connection (and transaction) of one plan run (on the primary)."""
+        if self._routing is None:
+            return AsyncSession(self._connections)
+        return AsyncWriteSession(self._connections, self._routing, learn=True)
+
+    def _read_session(self) -> AsyncSession | AsyncReadSession:
+        """The session of a plan that only reads: on the replicas when the store has some."""
+        if self._routing is None:
+            return self._session()
+        return AsyncReadSession(self._connections, self._routing)
 
     def _calibration_session(
         self,
