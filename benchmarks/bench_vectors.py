@@ -142,13 +142,13 @@ def index_config(data: VectorSet) -> Any:
 
 def wait_calibrated(store: BaseStore, timeout: float = 60.0) -> str | None:
     """Wait until the store's background calibration has measured (its ``vector_stats()`` source
-    leaves ``"schedule"``), at most ``timeout`` s; the stats as text (``None``: no such method)."""
+    leaves ``"cold"``), at most ``timeout`` s; the stats as text (``None``: no such method)."""
     stats_of = getattr(store, "vector_stats", None)
     if stats_of is None:
         return None
     deadline = time.monotonic() + timeout
     stats = stats_of()
-    while getattr(stats, "source", None) == "schedule" and time.monotonic() < deadline:
+    while getattr(stats, "source", None) == "cold" and time.monotonic() < deadline:
         time.sleep(0.5)
         stats = stats_of()
     return repr(stats)

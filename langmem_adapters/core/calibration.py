@@ -1,29 +1,39 @@
 """Self-calibrating vector search: a recall target instead of search-breadth knobs.
 
-A store with an ANN index keeps the last query vectors it searched with (a bounded window), and in
-the background measures its own recall@10 against an exact search on its own data: the queries
-(recent ones, topped up with stored vectors while there are too few), their exact nearest
-neighbours, then the ANN answer at growing breadths until one meets ``target_recall``. The breadth
-used from then on is the first that met it, or the store answers exactly when an exact scan costs
-no more than the index at that breadth (or no breadth met it). It measures again when the index
-doubled or halved, and after a spot check (a few recent queries) shows recall drifting below the
-target. Explicit ``ef_search`` (``ef_runtime`` on Redis) still wins.
+A store with an ANN index keeps a bounded reservoir of the query vectors it searched with (the
+newest distinct ones, across namespaces and time), and in the background measures its own recall@10
+against an exact search on its own data: a random sample of the reservoir (topped up with synthetic
+queries drawn from the stored vectors while there are too few real ones), their exact nearest
+neighbours, then the ANN answer at growing breadths until one meets the target. The breadth used
+from then on is the first that met it, or the store answers exactly when an exact scan costs no more
+than the index at that breadth (or no breadth met it).
+
+What was measured is kept with the index (a row on Postgres, a hash field on Redis: the backend's
+:class:`Probe`), so a new store instance reads it at its first check and starts where the last one
+left off. Until a measurement valid for the index's size exists, search is *cold*: exact up to the
+backend's measured exact-scan line, else at the widest breadth. It measures again when the index
+grew by a quarter or halved, when the measurement used synthetic queries and enough real ones came
+since, and when a spot check (a few recent queries) shows recall drifting below the target.
+Explicit ``ef_search`` (``ef_runtime`` on Redis) still wins.
 
 The logic (which queries, recall, the choice of breadth and mode, when to measure) lives here, once;
 a backend supplies a :class:`Probe` (plans for: count the vectors, sample stored vectors, exact
-top-k, ANN top-k at a breadth); :mod:`~langmem_adapters.core.calibrated` runs it off the request
-path and offers ``vector_stats()`` / ``calibrate()``.
+top-k, ANN top-k at a breadth, read and write the kept measurement);
+:mod:`~langmem_adapters.core.calibrated` runs it off the request path and offers
+``vector_stats()`` / ``calibrate()``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import random
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
@@ -33,11 +43,13 @@ from langmem_adapters.core.vectors import IndexSpec
 
 __all__ = [
     "Calibrator",
+    "Cold",
     "Hit",
     "Measurement",
     "Probe",
     "VectorSearchStats",
     "explicit_breadth",
+    "goal_of",
     "recall_at",
     "synthetic",
 ]
@@ -50,23 +62,40 @@ Hit = tuple[Hashable, float]
 
 #: recall@K is what the target is about.
 K = 10
-#: Queries of one full measurement, and of one spot check.
-QUERIES, SPOT = 40, 10
-#: Recent query vectors kept in memory (the newest ``QUERIES`` are measured with).
-RECENT = 256
-#: A breadth must measure this much above the target: 40 queries' recall@10 spreads by about 0.01
-#: (one standard deviation) from the recall of all queries, and a margin of one (0.01) left held-out
-#: queries at 0.946 where the store read 0.96 (Redis, 100k normal vectors): two keep it above.
-MARGIN = 0.02
+#: Queries of one full measurement, and of one spot check. 60 queries are 600 neighbours: at a
+#: target of 0.99 a breadth must miss at most 3 of them (see :func:`goal_of`).
+QUERIES, SPOT = 60, 10
+#: Distinct query vectors kept (the newest): a measurement samples ``QUERIES`` of them at random, so
+#: it spans the last ~1000 searches (many namespaces, not the last conversation).
+RESERVOIR = 1024
+#: A breadth must measure above the target by this share of what the target leaves out
+#: (0.99 -> 0.995, 0.95 -> 0.975): the sample's recall spreads by about 0.004 (one standard
+#: deviation, 600 neighbours at 0.99) from the recall of all queries.
+HEADROOM = 0.5
 #: A spot check below ``target - DRIFT`` measures again.
 DRIFT = 0.02
+#: The index grown by this factor (or halved) since the measurement: measured again, and cold
+#: until then (a breadth measured on fewer vectors finds less among more).
+GROWTH = 1.25
 #: Searches between spot checks, and the least time between two background checks.
 SPOT_EVERY, MIN_INTERVAL = 500, 60.0
 #: After a failed check, the least time before the next try.
 RETRY = 10.0
-#: How long the first measurement waits for ``QUERIES`` distinct real queries before it tops them
-#: up with synthetic ones.
-PATIENCE = 30.0
+
+
+@dataclass(frozen=True)
+class Cold:
+    """How a backend searches before any measurement fits the index: exactly up to
+    ``exact_up_to`` vectors (where a scan costs about what the index does at the widest breadth;
+    measured per backend, see ``docs/stores.md``), and at ``breadth`` above."""
+
+    exact_up_to: int
+    breadth: int
+
+
+def goal_of(target: float) -> float:
+    """The recall a breadth must measure to be chosen for ``target`` (see :data:`HEADROOM`)."""
+    return target + (1.0 - target) * HEADROOM
 
 
 class Probe(Protocol):
@@ -93,6 +122,15 @@ class Probe(Protocol):
 
     def ann(self, queries: Sequence[Any], k: int, breadth: int) -> Steps:
         """The index's ``k`` nearest rows of each query at ``breadth`` (as :meth:`exact`)."""
+        ...
+
+    def kept(self) -> Steps:
+        """The measurement kept with the index as :meth:`Measurement.to_json` wrote it (returns
+        ``str | None``: ``None`` when none is, or where it would be kept does not exist yet)."""
+        ...
+
+    def keep(self, measurement: str) -> Steps:
+        """Keep a measurement (:meth:`Measurement.to_json`) with the index, replacing the last."""
         ...
 
 
@@ -132,8 +170,10 @@ def recall_at(exact: Sequence[Sequence[Hit]], found: Sequence[Sequence[Hit]], k:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One calibration: on how many vectors, the breadth and mode chosen, the recall measured at it,
-    the cost per query of both ways, and when (epoch seconds) it ran."""
+    """One calibration: on how many vectors, for which target, the breadth and mode chosen, the
+    recall measured at it, the cost per query of both ways, the sample (``queries`` in all,
+    ``real`` of them users' queries, the rest synthetic from stored vectors), when (epoch seconds)
+    it ran, and whether this store instance read it from the database (``kept``)."""
 
     count: int
     breadth: int
@@ -145,6 +185,29 @@ class Measurement:
     real: int
     seconds: float
     at: float
+    target: float = 0.0
+    kept: bool = False
+
+    def to_json(self) -> str:
+        """The measurement as kept in the database (``kept`` aside: true of whoever reads it)."""
+        return json.dumps({k: v for k, v in asdict(self).items() if k != "kept"})
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Measurement | None:
+        """A kept measurement (``kept`` set), ``None`` when it does not read as one (another
+        version's, or damaged: it is measured again)."""
+        try:
+            data = json.loads(raw)
+            names = {f.name for f in fields(cls)} - {"kept"}
+            m = cls(**{k: data[k] for k in names}, kept=True)
+        except (ValueError, TypeError, KeyError):
+            return None
+        return m if m.mode in ("ann", "exact") and m.count >= 0 and m.queries > 0 else None
+
+    @property
+    def sample(self) -> Literal["queries", "stored", "mixed"]:
+        """What the sample's queries were: users' queries, synthetic ones from stored vectors, or both."""
+        return "queries" if self.real >= self.queries else "stored" if not self.real else "mixed"
 
 
 @dataclass(frozen=True)
@@ -154,36 +217,52 @@ class VectorSearchStats:
     ``size``: vectors in the index; ``breadth``: the ANN search breadth in use (``None`` where search
     is exact); ``mode``: ``"ann"`` or ``"exact"`` (for searches over prefixes larger than
     ``exact_below``; smaller ones are always exact); ``source``: what set them (``"calibrated"``,
-    ``"explicit"`` ``ef_search``, ``"schedule"`` by size until a calibration ran, ``"exact"`` index
-    kind or plain mode); ``target``: the recall target; ``recall``/``measured_at``/``measured_size``:
-    the last measurement (``None`` before one), with ``exact_ms``/``ann_ms`` (per query, exact and at
-    the chosen breadth), ``seconds`` (how long it took) and ``real_queries`` (how many of its 40
-    queries were real, the rest synthetic); ``last_error``: why the last background check failed.
+    ``"explicit"`` ``ef_search``, ``"schedule"`` by size without a target, ``"cold"`` until a measurement fits the index: exact up to the
+    backend's line, else the widest breadth; ``"exact"`` index kind or plain mode); ``target``: the
+    recall target; ``recall``/``measured_at``/``measured_size``: the last measurement (``None``
+    before one), with ``sample_size`` (its queries), ``real_queries`` (how many of them were users'
+    queries, the rest synthetic from stored vectors), ``sample`` (``"queries"``, ``"stored"`` or
+    ``"mixed"``), ``kept`` (read from the database: measured by an earlier store instance),
+    ``exact_ms``/``ann_ms`` (per query, exact and at the chosen breadth) and ``seconds`` (how long
+    it took); ``last_error``: why the last background check failed.
     """
 
     size: int
     breadth: int | None
     mode: Literal["ann", "exact"]
-    source: Literal["calibrated", "explicit", "schedule", "exact"]
+    source: Literal["calibrated", "explicit", "schedule", "cold", "exact"]
     target: float | None
     recall: float | None = None
     measured_at: datetime | None = None
     measured_size: int | None = None
+    sample_size: int | None = None
+    real_queries: int | None = None
+    sample: Literal["queries", "stored", "mixed"] | None = None
+    kept: bool | None = None
     exact_ms: float | None = None
     ann_ms: float | None = None
     seconds: float | None = None
-    real_queries: int | None = None
     last_error: str | None = None
 
 
 class Calibrator:
-    """The calibration state of one vector index: recent queries, the last measurement, and when
-    the next background check is due. Searches call :meth:`observe` (cheap, never blocking)."""
+    """The calibration state of one vector index: the reservoir of recent queries, the measurement
+    in force, and when the next background check is due. Searches call :meth:`observe` (cheap,
+    never blocking). ``clock`` (monotonic seconds) is what tests drive."""
 
-    def __init__(self, target: float | None, min_size: int, wake: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        target: float | None,
+        min_size: int,
+        wake: Callable[[], None] | None = None,
+        cold: Cold | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.target = target
         self.min_size = min_size
         self.wake = wake
+        self.cold = cold or Cold(0, 0)
+        self.clock = clock
         # The newest distinct query vectors (keyed by a hashable copy): a repeated query would
         # measure one neighbourhood many times.
         self.recent: OrderedDict[Hashable, Any] = OrderedDict()
@@ -191,48 +270,59 @@ class Calibrator:
         self.measurement: Measurement | None = None
         self.searches = 0
         self.last_error: str | None = None
+        self.loaded = False  # the kept measurement was read (once per instance)
         self._checked_searches = 0
-        self._checked_at = 0.0
-        self._first_seen: float | None = None
+        self._checked_at: float | None = None
+        self._rng = random.Random(0)
         self.running = False
 
     def observe(self, queries: Sequence[Any], count: int) -> None:
         """Note a batch's query vectors and the index size it saw; wake the background when a check
-        is due (never measured, the index doubled or halved, or time for a spot check). The test
-        and the setting of ``running`` hold the lock: concurrent searches start one check."""
+        is due (the kept measurement not read yet, none fits the index's size, or time for a spot
+        check). The test and the setting of ``running`` hold the lock: concurrent searches start
+        one check."""
         with self._lock:
             for q in queries:
                 key = q if isinstance(q, Hashable) else tuple(q)
                 self.recent[key] = q
                 self.recent.move_to_end(key)
-                if len(self.recent) > RECENT:
+                if len(self.recent) > RESERVOIR:
                     self.recent.popitem(last=False)
             self.searches += len(queries)
-            if self._first_seen is None:
-                self._first_seen = time.monotonic()
             if self.target is None or self.wake is None or self.running:
                 return
             if count <= self.min_size and self.measurement is None:
                 return
-            if not self._due(count, time.monotonic()):
+            if not self._due(count, self.clock()):
                 return
             self.running = True
         self.wake()
 
-    def _stale(self, count: int) -> bool:
-        """Whether the breadth must be measured (again): never measured, the index doubled or
-        halved since, or it was measured on synthetic queries and enough real ones came since."""
+    def fits(self, count: int) -> bool:
+        """Whether the measurement in force was made on an index of about ``count`` vectors (and
+        for this target): else search is cold until the next one."""
         m = self.measurement
-        if m is None or count >= 2 * m.count or 2 * count <= m.count:
+        return (
+            m is not None
+            and m.target == self.target
+            and count <= GROWTH * m.count
+            and 2 * count > m.count
+        )
+
+    def _stale(self, count: int) -> bool:
+        """Whether the breadth must be measured (again): none fits the index, or the measurement
+        used synthetic queries and enough real ones came since."""
+        m = self.measurement
+        if m is None or not self.fits(count):
             return True
         return m.real < QUERIES and len(self.recent) >= QUERIES
 
     def _due(self, count: int, now: float) -> bool:
-        waiting = now - (self._first_seen or now) < PATIENCE
-        if self.measurement is None and len(self.recent) < QUERIES and waiting:
-            return False  # wait a while for real queries: synthetic ones are a harder stand-in
+        if not self.loaded and self._checked_at is None:
+            return True  # read what an earlier instance measured, at the first search
         stale = self._stale(count)
-        if now - self._checked_at < (RETRY if stale else MIN_INTERVAL):
+        since = math.inf if self._checked_at is None else now - self._checked_at
+        if since < (RETRY if stale else MIN_INTERVAL):
             return False
         return stale or self.searches - self._checked_searches >= SPOT_EVERY
 
@@ -241,9 +331,19 @@ class Calibrator:
         with self._lock:
             return list(self.recent.values())[-n:]
 
-    def breadth(self, fallback: int) -> int:
-        """The measured breadth, else ``fallback`` (the size schedule)."""
-        return self.measurement.breadth if self.measurement is not None else fallback
+    def sample(self, n: int) -> list[Any]:
+        """``n`` distinct query vectors drawn at random from the reservoir (all when it holds fewer)."""
+        with self._lock:
+            held = list(self.recent.values())
+        return held if len(held) <= n else self._rng.sample(held, n)
+
+    def breadth(self, count: int, fallback: int) -> int:
+        """The breadth for an index of ``count`` vectors: the measured one when it fits, else the
+        cold breadth (``fallback`` when the backend has none)."""
+        m = self.measurement
+        if m is not None and self.fits(count):
+            return m.breadth
+        return self.cold.breadth or fallback
 
     def exact_up_to(self, below: int, explicit: bool) -> int:
         """The largest prefix (in vectors) to scan exactly rather than search through the index.
@@ -253,21 +353,34 @@ class Calibrator:
         (``ann_ms``): the scan is the cheaper one while ``f <= sqrt(ann_ms / exact_ms)``. Measured on
         Postgres at 100k real-text vectors, a 2% prefix took 200 ms through the index (5 q/s) where
         this rule predicts 175 ms, and its scan 5 ms. ``below`` (``exact_below``) is the floor, and
-        the whole rule when it was set explicitly or nothing has been measured yet."""
+        the whole rule when it was set explicitly; with no measurement, the cold line is."""
         m = self.measurement
-        if explicit or m is None or m.mode == "exact" or m.exact_ms <= 0 or m.ann_ms <= 0:
+        if explicit:
+            return below
+        if m is None:
+            return max(below, self.cold.exact_up_to)
+        if m.mode == "exact" or m.exact_ms <= 0 or m.ann_ms <= 0:
             return below
         return max(below, int(math.sqrt(m.ann_ms / m.exact_ms) * m.count))
 
-    @property
-    def exact(self) -> bool:
-        """Whether the last measurement chose exact search."""
-        return self.measurement is not None and self.measurement.mode == "exact"
+    def exact_at(self, count: int) -> bool:
+        """Whether every search over an index of ``count`` vectors is exact: the measurement in
+        force chose it, or none fits and the index is within the cold line."""
+        if self.fits(count):
+            return self.measurement is not None and self.measurement.mode == "exact"
+        return count <= self.cold.exact_up_to
 
     def check(self, probe: Probe, force: bool = False) -> Steps:
-        """The background check: count; measure when due (or ``force``), else spot-check recent
-        queries and measure when recall drifted. Returns the measurement in force."""
-        self._checked_at, self._checked_searches = time.monotonic(), self.searches
+        """The background check: read the kept measurement (once), count; measure when due (or
+        ``force``), else spot-check recent queries and measure when recall drifted. Returns the
+        measurement in force."""
+        self._checked_at, self._checked_searches = self.clock(), self.searches
+        if not self.loaded:
+            raw = yield from probe.kept()
+            self.loaded = True
+            kept = Measurement.from_json(raw) if raw is not None else None
+            if kept is not None and kept.target == self.target and self.measurement is None:
+                self.measurement = kept
         count = int((yield from probe.count()))
         m = self.measurement
         if self.target is None or (count <= self.min_size and not force):
@@ -283,21 +396,27 @@ class Calibrator:
             return (yield from self.measure(probe, count))
         return m
 
-    def measure(self, probe: Probe, count: int) -> Steps:
-        """Measure recall@K at growing breadths on up to ``QUERIES`` queries; choose the first
-        breadth meeting the target (plus ``MARGIN``), or exact search when it is as cheap or no
-        breadth meets it. Returns (and keeps) the :class:`Measurement`."""
-        assert self.target is not None
-        started = time.perf_counter()
-        queries = self.newest(QUERIES)
+    def _queries(self, probe: Probe) -> Steps:
+        """The measurement's queries: a random sample of the reservoir, topped up with synthetic
+        ones from stored vectors; and how many of them are real."""
+        queries = self.sample(QUERIES)
         real = len(queries)
         if real < QUERIES:
             stored = yield from probe.sample(QUERIES - real)
             queries += [probe.query(v) for v in synthetic(stored)]
+        return queries, real
+
+    def measure(self, probe: Probe, count: int) -> Steps:
+        """Measure recall@K at growing breadths on ``QUERIES`` queries; choose the first breadth
+        meeting :func:`goal_of` the target, or exact search when it is as cheap or no breadth meets
+        it. Returns (and keeps, here and with the index) the :class:`Measurement`."""
+        assert self.target is not None
+        started = time.perf_counter()
+        queries, real = yield from self._queries(probe)
         t0 = time.perf_counter()
         truth = yield from probe.exact(queries, K)
         exact_ms = (time.perf_counter() - t0) * 1000 / max(len(queries), 1)
-        goal = min(1.0, self.target + MARGIN)
+        goal = goal_of(self.target)
 
         def at(breadth: int) -> Steps:
             t0 = time.perf_counter()
@@ -323,7 +442,7 @@ class Calibrator:
         mode: Literal["ann", "exact"] = (
             "ann" if chosen is not None and ann_ms < exact_ms else "exact"
         )
-        self.measurement = Measurement(
+        m = Measurement(
             count=count,
             breadth=breadth,
             mode=mode,
@@ -334,20 +453,29 @@ class Calibrator:
             real=real,
             seconds=time.perf_counter() - started,
             at=time.time(),
+            target=self.target,
         )
-        log.info("vector search calibrated: %s", self.measurement)
-        return self.measurement
+        self.measurement = m
+        log.info("vector search calibrated: %s", m)
+        yield from probe.keep(m.to_json())
+        return m
 
     def report(
-        self, size: int, fallback: int | None, explicit: bool, exact_kind: bool
+        self,
+        size: int,
+        fallback: int | None,
+        fixed: Literal["explicit", "schedule"] | None,
+        exact_kind: bool,
     ) -> VectorSearchStats:
-        """The :class:`VectorSearchStats` of this index (``fallback``: the schedule's breadth)."""
+        """The :class:`VectorSearchStats` of this index: ``fixed`` when an explicit breadth or (no
+        target) the size schedule sets ``fallback`` as the breadth; ``exact_kind`` when every search
+        is exact whatever was measured."""
         m = self.measurement
         base = VectorSearchStats(
             size=size,
-            breadth=fallback,
+            breadth=self.cold.breadth or fallback,
             mode="ann",
-            source="schedule",
+            source="cold",
             target=self.target,
             last_error=self.last_error,
         )
@@ -357,16 +485,21 @@ class Calibrator:
                 recall=m.recall,
                 measured_at=datetime.fromtimestamp(m.at, timezone.utc),
                 measured_size=m.count,
+                sample_size=m.queries,
+                real_queries=m.real,
+                sample=m.sample,
+                kept=m.kept,
                 exact_ms=round(m.exact_ms, 3),
                 ann_ms=round(m.ann_ms, 3),
                 seconds=round(m.seconds, 3),
-                real_queries=m.real,
             )
         if exact_kind:
             return replace(base, breadth=None, mode="exact", source="exact")
-        if explicit:
-            return replace(base, source="explicit")
-        if m is None:
+        if fixed is not None:
+            return replace(base, breadth=fallback, source=fixed)
+        if m is None or not self.fits(size):
+            if self.exact_at(size):
+                return replace(base, breadth=None, mode="exact")
             return base
         if m.mode == "exact":
             return replace(base, breadth=None, mode="exact", source="calibrated")
