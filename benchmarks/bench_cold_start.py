@@ -15,7 +15,7 @@ which is then closed. Then:
 3. **after restart**: another NEW instance searches again from its first query: it reads the kept
    measurement at its first search;
 4. **speed**: that instance against the official store (at its defaults, and the official Postgres
-   store also at equal recall: ``hnsw.ef_search`` raised up :data:`EF_LADDER` until its recall comes
+   store also at equal recall: ``hnsw.ef_search`` raised up ``bench_vectors.EF_LADDER`` until its recall comes
    within 0.005 of ours, else an exact scan), per scope, in turns of 0.1 s
    (:meth:`benchmarks.bench_postgres.Runner.rates`).
 
@@ -51,7 +51,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-import psycopg
 from langgraph.store.base import BaseStore, PutOp
 from langgraph.store.postgres import PostgresStore as OfficialPostgres
 from langgraph.store.redis import RedisStore as OfficialRedis
@@ -61,7 +60,11 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from benchmarks import bench_postgres as bench
 from benchmarks import bench_redis
-from benchmarks.bench_vectors import drop_prefixes
+from benchmarks.bench_vectors import (
+    drop_prefixes,
+    load_official_postgres,
+    official_equal_settings,
+)
 from benchmarks.datasets import PrecomputedEmbeddings, VectorSet, load_set
 from langmem_adapters.postgres import PostgresStore as OursPostgres
 from langmem_adapters.redis import RedisStore as OursRedis
@@ -70,7 +73,6 @@ SCHEMA = "langmem_bench_cold"
 NAMESPACES = 50
 LOAD_BATCH = 500
 K = bench.K
-EF_LADDER = (40, 80, 160, 320, 640, 1000)
 #: How close the official store's recall must come to ours to count as equal.
 EQUAL = 0.005
 #: Recall targets from the first search (issue #26).
@@ -193,30 +195,10 @@ class Postgres:
 
     def load_official(self, stores: dict[str, BaseStore], corpus: Corpus) -> None:
         """Without its HNSW index, re-created after (one build, as ``bench_vectors`` does)."""
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            ddl = conn.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s"
-                " AND tablename = 'store_vectors' AND indexdef ILIKE '%%USING hnsw%%'",
-                [SCHEMA],
-            ).fetchall()
-            for name, _ in ddl:
-                conn.execute(f'DROP INDEX "{SCHEMA}"."{name}"')
-            for batch in corpus.puts():
-                stores["official"].batch(batch)
-            conn.execute("SET maintenance_work_mem = '512MB'")
-            for _, definition in ddl:
-                conn.execute(definition)
-        bench.analyze(self.dsn)
+        load_official_postgres(self.dsn, SCHEMA, stores["official"], corpus.puts())
 
     def equal_settings(self, store: BaseStore) -> Iterator[str]:
-        assert isinstance(store, OfficialPostgres) and isinstance(store.conn, psycopg.Connection)
-        conn = store.conn
-        conn.execute("RESET enable_indexscan")
-        for ef in EF_LADDER:
-            conn.execute(f"SET hnsw.ef_search = {ef}")
-            yield f"ef_search={ef}"
-        conn.execute("SET enable_indexscan = off")
-        yield "exact scan"
+        return official_equal_settings(store)
 
 
 class Redis:
