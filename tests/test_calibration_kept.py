@@ -194,6 +194,28 @@ def test_enough_real_queries_replace_a_stored_vector_sample() -> None:
     assert m is not None and m.real == QUERIES and m.sample == "queries"
 
 
+def test_doubled_distinct_queries_trigger_a_measurement() -> None:
+    """Measured on the first 100 real queries, measured again at 200 distinct ones (the mix they
+    are drawn from may have moved), not before; the clock gates each check."""
+    clock, woken = Clock(), []
+    cal = _calibrator(clock, woken)
+    probe = NumpyProbe(_vectors(N))
+    cal.loaded = True
+    queries = [tuple(v) for v in _vectors(2 * QUERIES, 4)]
+    cal.observe(queries[:QUERIES], N)
+    drive(cal.check(probe, force=True), lambda r: r)
+    assert cal.measurement is not None and cal.measurement.real == QUERIES
+    woken.clear()
+    cal.running = False
+    clock.now += 11
+    cal.observe(queries[QUERIES:-1], N)
+    assert woken == []
+    cal.observe(queries[-1:], N)
+    assert woken == [1]
+    m = drive(cal.check(probe), lambda r: r)
+    assert m is not None and m.real == QUERIES and cal.distinct == 2 * QUERIES
+
+
 def test_drifting_queries_trigger_a_measurement_a_steady_mix_does_not() -> None:
     clock, woken = Clock(), []
     cal = _calibrator(clock, woken)
@@ -207,7 +229,8 @@ def test_drifting_queries_trigger_a_measurement_a_steady_mix_does_not() -> None:
     woken.clear()  # the first search's wake (its check is the forced one above)
     cal.running = False
     clock.now += MIN_INTERVAL + 1
-    cal.observe([tuple(v) for v in data[QUERIES : QUERIES + SPOT_EVERY] * 0.5], N)  # same mix
+    for _ in range(SPOT_EVERY // QUERIES):  # the same queries again: a spot check is due
+        cal.observe([tuple(v) for v in data[:QUERIES] * 0.5], N)
     assert woken == [1]
     drive(cal.check(probe), lambda r: r)
     assert cal.measurement == chosen  # the spot check passed: kept

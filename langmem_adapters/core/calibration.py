@@ -12,8 +12,9 @@ What was measured is kept with the index (a row on Postgres, a hash field on Red
 :class:`Probe`), so a new store instance reads it at its first check and starts where the last one
 left off. Until a measurement valid for the index's size exists, search is *cold*: exact up to the
 backend's measured exact-scan line, else at the widest breadth. It measures again when the index
-grew by a quarter or halved, when the measurement used synthetic queries and enough real ones came
-since, and when a spot check (a few recent queries) shows recall drifting below the target.
+grew by a quarter or halved, when the distinct queries seen doubled since (the first time at
+``QUERIES`` real ones: the query mix may have moved), and when a spot check (a few recent queries)
+shows recall drifting below the target.
 Explicit ``ef_search`` (``ef_runtime`` on Redis) still wins.
 
 The logic (which queries, recall, the choice of breadth and mode, when to measure) lives here, once;
@@ -204,6 +205,10 @@ class Calibrator:
         self.recent: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()  # searches add to ``recent`` while a check reads it
         self.measurement: Measurement | None = None
+        #: Distinct queries this instance has seen, and how many it had when the measurement in
+        #: force was made (0 for one read from the database: none of this instance's queries).
+        self.distinct = 0
+        self._basis = 0
         self.searches = 0
         self.last_error: str | None = None
         self.loaded = False  # the kept measurement was read (once per instance)
@@ -220,6 +225,7 @@ class Calibrator:
         with self._lock:
             for q in queries:
                 key = q if isinstance(q, Hashable) else tuple(q)
+                self.distinct += key not in self.recent
                 self.recent[key] = q
                 self.recent.move_to_end(key)
                 if len(self.recent) > RESERVOIR:
@@ -246,12 +252,15 @@ class Calibrator:
         )
 
     def _stale(self, count: int) -> bool:
-        """Whether the breadth must be measured (again): none fits the index, or the measurement
-        used synthetic queries and enough real ones came since."""
+        """Whether the breadth must be measured (again): none fits the index, or the queries it
+        was measured on are too few of those seen since (the query mix may have moved): measured
+        again once ``QUERIES`` real queries came, then each time the distinct queries doubled, or
+        (past the reservoir) a reservoir's worth of new ones came."""
         m = self.measurement
         if m is None or not self.fits(count):
             return True
-        return m.real < QUERIES and len(self.recent) >= QUERIES
+        basis = self._basis
+        return self.distinct >= max(QUERIES, min(2 * basis, basis + RESERVOIR))
 
     def _due(self, count: int, now: float) -> bool:
         if not self.loaded and self._checked_at is None:
@@ -316,7 +325,7 @@ class Calibrator:
             self.loaded = True
             kept = Measurement.from_json(raw) if raw is not None else None
             if kept is not None and kept.target == self.target and self.measurement is None:
-                self.measurement = kept
+                self.measurement, self._basis = kept, 0
         count = int((yield from probe.count()))
         m = self.measurement
         if self.target is None or (count <= self.min_size and not force):
@@ -350,6 +359,7 @@ class Calibrator:
         assert self.target is not None
         target = self.target
         started = time.perf_counter()
+        basis = self.distinct
         queries, real = yield from self._queries(probe)
         t0 = time.perf_counter()
         truth = yield from probe.exact(queries, K)
@@ -392,7 +402,7 @@ class Calibrator:
             at=time.time(),
             target=self.target,
         )
-        self.measurement = m
+        self.measurement, self._basis = m, basis
         log.info("vector search calibrated: %s", m)
         yield from probe.keep(m.to_json())
         return m
