@@ -150,16 +150,16 @@ def test_background_calibration_starts_from_searches(pg_loaded: PostgresStore) -
         deadline = time.monotonic() + 120
         qi = 0
         while True:  # searches go on until a measurement on real queries is in force
-            store.search((), query=f"q:{qi % 60}", limit=10)
+            store.search((), query=f"q:{qi % QUERIES_PER_MEASUREMENT}", limit=10)
             qi += 1
             m = store._stats.calibration.measurement  # type: ignore[union-attr]
             if m is not None and m.real == QUERIES_PER_MEASUREMENT:
                 break
             assert time.monotonic() < deadline, store.vector_stats()
-            if qi >= 60:
+            if qi >= QUERIES_PER_MEASUREMENT:
                 time.sleep(0.2)  # polling the condition above, at most every 0.2 s
         assert store.vector_stats().source == "calibrated"  # type: ignore[union-attr]
-        assert _own_recall(store, range(60, 100)) >= 0.95
+        assert _own_recall(store, range(100, 120)) >= 0.95
     finally:
         conn.close()
         _drop_pg(store)
