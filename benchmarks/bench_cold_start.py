@@ -90,12 +90,15 @@ class Corpus:
 
     @property
     def name(self) -> str:
+        """The data set's name."""
         return self.data.name
 
     def prefix(self, scope: str, q: int) -> tuple[str, ...]:
+        """The prefix query ``q`` searches: the root of its namespace, or the namespace itself."""
         return self.query_ns[q][:1] if scope == "global" else self.query_ns[q]
 
     def candidates(self, scope: str, q: int) -> np.ndarray:
+        """The rows a search of ``scope`` for query ``q`` may return."""
         if scope == "global":
             return np.arange(len(self.item_ns))
         return self._by_ns[self.query_ns[q]]
@@ -115,6 +118,7 @@ class Corpus:
         return bench.recall([r.key for r in res], self.data.scores(q), self.candidates(scope, q))
 
     def puts(self) -> Iterator[list[PutOp]]:
+        """The items as batches of puts; an item's text is its vector id ``m<i>``."""
         n = len(self.item_ns)
         for start in range(0, n, LOAD_BATCH):
             yield [
@@ -154,6 +158,7 @@ def longmemeval(questions: int | None) -> Corpus:
 
 
 def index_config(data: VectorSet, **ann: Any) -> Any:
+    """The same index for every store: the ``text`` field embedded by lookup, ``ann`` options."""
     config: dict[str, Any] = {"dims": data.dims, "embed": PrecomputedEmbeddings(data)}
     config["fields"] = ["text"]
     if ann:
