@@ -214,11 +214,12 @@ def plain_phase(
 
 def calibrated(ours: BaseStore, warm: Callable[[int], object], n: int) -> None:
     """Our store in its steady state before it is timed: a store measures its recall in the
-    background once its index grew and 40 distinct queries came (seconds at 100k, during which the
-    searches share the server with it: on Redis its exact scans hold the server's main thread), so
-    ``WARM`` searches (``warm(i)``) run first and the store's own measurement is awaited; what it
-    took is printed (``vector_stats().seconds``). An index of at most ``EXACT_BELOW`` vectors is
-    searched exactly and never measured."""
+    background from its first search on an index it has no fitting measurement for, and again once
+    60 distinct real queries came (seconds at 100k, during which the searches share the server with
+    it: on Redis its exact scans hold the server's main thread), so ``WARM`` searches (``warm(i)``)
+    run first and the store's own measurement is awaited; what it took is printed
+    (``vector_stats().seconds``). An index of at most ``EXACT_BELOW`` vectors is searched exactly
+    and never measured."""
     for i in range(WARM):
         warm(i)
     deadline = time.monotonic() + 600

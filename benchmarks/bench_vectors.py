@@ -34,7 +34,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -142,13 +142,13 @@ def index_config(data: VectorSet) -> Any:
 
 def wait_calibrated(store: BaseStore, timeout: float = 60.0) -> str | None:
     """Wait until the store's background calibration has measured (its ``vector_stats()`` source
-    leaves ``"schedule"``), at most ``timeout`` s; the stats as text (``None``: no such method)."""
+    leaves ``"cold"``), at most ``timeout`` s; the stats as text (``None``: no such method)."""
     stats_of = getattr(store, "vector_stats", None)
     if stats_of is None:
         return None
     deadline = time.monotonic() + timeout
     stats = stats_of()
-    while getattr(stats, "source", None) == "schedule" and time.monotonic() < deadline:
+    while getattr(stats, "source", None) == "cold" and time.monotonic() < deadline:
         time.sleep(0.5)
         stats = stats_of()
     return repr(stats)
@@ -188,31 +188,45 @@ class Postgres:
     def load(self, stores: Stores, data: VectorSet) -> None:
         """Ours in a bulk load; the official store without its HNSW index, re-created after."""
         bulk_put(stores["ours"], data)
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
-            ddl = conn.execute(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s"
-                " AND tablename = 'store_vectors' AND indexdef ILIKE '%%USING hnsw%%'",
-                [SCHEMA],
-            ).fetchall()
-            for name, _ in ddl:
-                conn.execute(f'DROP INDEX "{SCHEMA}"."{name}"')
-            for batch in puts(data):
-                stores["official"].batch(batch)
-            conn.execute("SET maintenance_work_mem = '512MB'")
-            for _, definition in ddl:
-                conn.execute(definition)
-        bench.analyze(self.dsn)
+        load_official_postgres(self.dsn, SCHEMA, stores["official"], puts(data))
 
     def equal_settings(self, store: BaseStore) -> Iterator[str]:
         """Set the official session's ``hnsw.ef_search`` up the ladder, then an exact scan."""
-        assert isinstance(store, OfficialPostgres) and isinstance(store.conn, psycopg.Connection)
-        conn = store.conn
-        conn.execute("RESET enable_indexscan")
-        for ef in EF_LADDER:
-            conn.execute(f"SET hnsw.ef_search = {ef}")
-            yield f"ef_search={ef}"
-        conn.execute("SET enable_indexscan = off")
-        yield "exact scan"
+        return official_equal_settings(store)
+
+
+def load_official_postgres(
+    dsn: str, schema: str, store: BaseStore, batches: Iterable[list[PutOp]]
+) -> None:
+    """Load the official Postgres store (tables in ``schema``) without its HNSW index, re-created
+    after from its own definition: one build instead of one graph insert per row."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        ddl = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s"
+            " AND tablename = 'store_vectors' AND indexdef ILIKE '%%USING hnsw%%'",
+            [schema],
+        ).fetchall()
+        for name, _ in ddl:
+            conn.execute(f'DROP INDEX "{schema}"."{name}"')
+        for batch in batches:
+            store.batch(batch)
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        for _, definition in ddl:
+            conn.execute(definition)
+    bench.analyze(dsn)
+
+
+def official_equal_settings(store: BaseStore) -> Iterator[str]:
+    """Set the official Postgres store's session ``hnsw.ef_search`` up :data:`EF_LADDER`, then an
+    exact scan; each step named as it is set."""
+    assert isinstance(store, OfficialPostgres) and isinstance(store.conn, psycopg.Connection)
+    conn = store.conn
+    conn.execute("RESET enable_indexscan")
+    for ef in EF_LADDER:
+        conn.execute(f"SET hnsw.ef_search = {ef}")
+        yield f"ef_search={ef}"
+    conn.execute("SET enable_indexscan = off")
+    yield "exact scan"
 
 
 class Redis:

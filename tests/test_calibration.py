@@ -21,6 +21,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
 from langmem_adapters import HashEmbeddings
+from langmem_adapters.core.calibration import QUERIES as QUERIES_PER_MEASUREMENT
 from langmem_adapters.core.calibration import Calibrator, recall_at, synthetic
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, StoreConnectionError
@@ -139,19 +140,26 @@ def test_calibration_meets_the_target_on_normal_vectors(
 
 
 def test_background_calibration_starts_from_searches(pg_loaded: PostgresStore) -> None:
+    """The first search wakes a measurement (on stored vectors: one real query so far); once
+    enough distinct real queries came, the next check measures on them."""
     store, conn = _pg_store(_index())
     try:
         with store.bulk_load():
             _load(store)
-        assert store.vector_stats().source == "schedule"  # type: ignore[union-attr]
-        for qi in range(40):  # once 40 distinct queries came, one wakes the background
-            store.search((), query=f"q:{qi}", limit=10)
+        assert store.vector_stats().source == "cold"  # type: ignore[union-attr]
         deadline = time.monotonic() + 120
-        while store.vector_stats().source != "calibrated":  # type: ignore[union-attr]
+        qi = 0
+        while True:  # searches go on until a measurement on real queries is in force
+            store.search((), query=f"q:{qi % QUERIES_PER_MEASUREMENT}", limit=10)
+            qi += 1
+            m = store._stats.calibration.measurement  # type: ignore[union-attr]
+            if m is not None and m.real == QUERIES_PER_MEASUREMENT:
+                break
             assert time.monotonic() < deadline, store.vector_stats()
-            time.sleep(0.2)
-        assert store._stats.calibration.measurement.real == 40  # type: ignore[union-attr]
-        assert _own_recall(store, range(60, 100)) >= 0.93
+            if qi >= QUERIES_PER_MEASUREMENT:
+                time.sleep(0.2)  # polling the condition above, at most every 0.2 s
+        assert store.vector_stats().source == "calibrated"  # type: ignore[union-attr]
+        assert _own_recall(store, range(100, 120)) >= 0.95
     finally:
         conn.close()
         _drop_pg(store)
@@ -197,7 +205,7 @@ def test_vector_stats_fields(make_store: Any, backend: str) -> None:
     store = make_store(index=hash_index())
     store.put(("a",), "1", {"text": "hello"})
     stats = store.vector_stats()
-    assert stats.size == 1 and stats.target == 0.95 and stats.recall is None
+    assert stats.size == 1 and stats.target == 0.99 and stats.recall is None
     # At most exact_below vectors: every search scans them exactly.
     assert (stats.mode, stats.source, stats.breadth) == ("exact", "exact", None)
     store = make_store(index=hash_index(ann_index_config={"exact_below": 0}))
@@ -206,7 +214,7 @@ def test_vector_stats_fields(make_store: Any, backend: str) -> None:
     if backend == "redis-plain":
         assert (stats.mode, stats.source, stats.breadth) == ("exact", "exact", None)
     else:
-        assert (stats.mode, stats.source) == ("ann", "schedule") and stats.breadth > 0
+        assert (stats.mode, stats.source) == ("ann", "cold") and stats.breadth > 0
     assert make_store(index=hash_index(ann_index_config={"kind": "exact"})).vector_stats().mode == (
         "exact"
     )
@@ -239,10 +247,9 @@ def test_calibrator_wakes_once_and_only_when_due() -> None:
     woken: list[int] = []
     cal = Calibrator(0.95, 1000, lambda: woken.append(1))
     cal.observe([[0.0]] * 50, 500)  # small: exact anyway, nothing to measure
-    cal.observe([[1.0]], 5000)  # two distinct queries: waits for more (PATIENCE)
-    assert woken == [] and len(cal.recent) == 2  # a repeated query is kept once
-    cal.observe([[float(i)] for i in range(2, 40)], 5000)
-    cal.observe([[99.0]], 5000)  # already running: no second wake
+    assert woken == [] and len(cal.recent) == 1  # a repeated query is kept once
+    cal.observe([[1.0]], 5000)  # the first search over a large index: read or measure at once
+    cal.observe([[float(i)] for i in range(2, 40)], 5000)  # already running: no second wake
     assert woken == [1]
 
 
@@ -312,8 +319,8 @@ async def test_async_twins_calibrate_in_the_background() -> None:
                     ]
                 )
         first = await store.avector_stats()
-        assert first is not None and first.size == N and first.source == "schedule"
-        for qi in range(40):  # the 40th distinct query wakes a task on this loop
+        assert first is not None and first.size == N and first.source == "cold"
+        for qi in range(40):  # the first search wakes a task on this loop
             await store.asearch((), query=f"q:{qi}", limit=10)
         deadline = time.monotonic() + 120
         while (await store.avector_stats()).source != "calibrated":  # type: ignore[union-attr]
@@ -433,12 +440,11 @@ async def test_forced_calibration_leaves_a_background_check_marked_async(make_as
 
 
 async def _wake_a_check(store: Any) -> asyncio.Task[Any]:
-    """Searches that wake a background check (the 40th distinct query does); the check's task,
-    still running."""
+    """A search that wakes a background check (the first one does); the check's task, still
+    running."""
     await store.setup()
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
-    for i in range(40):
-        await store.asearch(("a",), query=f"query {i}", limit=3)
+    await store.asearch(("a",), query="query 0", limit=3)
     task = store._calibration_task
     assert task is not None and not task.done()
     return task

@@ -12,10 +12,11 @@ import logging
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from langmem_adapters.core.calibration import (
     Calibrator,
+    Cold,
     Measurement,
     Probe,
     VectorSearchStats,
@@ -57,6 +58,8 @@ class _Calibrated:
     _breadth_schedule: Sequence[tuple[int, int]] = ((0, 100),)
     #: The backend's default ``exact_below``: prefixes this small are scanned exactly anyway.
     _exact_below = 1000
+    #: How the backend searches before a measurement fits the index (exact line, widest breadth).
+    _cold = Cold(0, 0)
 
     def _wake_calibration(self) -> None:
         raise NotImplementedError
@@ -69,7 +72,11 @@ class _Calibrated:
         if spec is None or spec.kind != "hnsw" or target is None or explicit_breadth(spec):
             return SearchStats()
         below = int(spec.ann.get("exact_below", self._exact_below))
-        return SearchStats(calibration=Calibrator(float(target), below, self._wake_calibration))
+        cold = self._cold
+        if "exact_below" in spec.ann:  # an explicit line holds before a measurement too
+            cold = Cold(below, cold.breadth)
+        calibrator = Calibrator(float(target), below, self._wake_calibration, cold)
+        return SearchStats(calibration=calibrator)
 
     def _calibrator(self) -> Calibrator | None:
         """The store's calibrator (``None``: nothing to calibrate, e.g. no HNSW index)."""
@@ -89,15 +96,20 @@ class _Calibrated:
         spec = self.index_spec
         if spec is None:
             return None
-        calibrator = self._calibrator() or Calibrator(spec.ann.get("target_recall"), 0)
+        calibrator = self._calibrator()
         explicit = explicit_breadth(spec)
         if spec.kind == "ivfflat":
             explicit = int(spec.ann.get("probes", 10))
         fallback = explicit or search_breadth(size, self._breadth_schedule)
+        fixed: Literal["explicit", "schedule"] | None = None
+        if explicit or calibrator is None:  # no recall target: the breadth by size
+            fixed = "explicit" if explicit else "schedule"
         below = int(spec.ann.get("exact_below", self._exact_below))
-        small = size <= below > 0 and calibrator.measurement is None  # searches scan exactly
+        measured = calibrator is not None and calibrator.measurement is not None
+        small = size <= below > 0 and not measured  # searches scan exactly
         exact = spec.kind == "exact" or self._exact_only() or small
-        return calibrator.report(size, fallback, bool(explicit), exact)
+        report = calibrator or Calibrator(spec.ann.get("target_recall"), 0)
+        return report.report(size, fallback, fixed, exact)
 
 
 class SyncCalibration(_Calibrated):

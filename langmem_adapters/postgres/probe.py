@@ -16,7 +16,7 @@ from langmem_adapters.postgres.connection import (
     Connections,
     Session,
 )
-from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.schema import Tables, ann_index_name
 from langmem_adapters.postgres.search import DISTANCE_OPERATOR
 from langmem_adapters.postgres.sql import Answer, Round, Statement, Steps, vec_literal
 
@@ -33,6 +33,11 @@ class PostgresProbe:
     def __init__(self, t: Tables, spec: IndexSpec) -> None:
         self.table = t.vectors(spec)
         self.dist = f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})"
+        self.kept_in = t.calibration
+        # The index measured: its table (generation included) and kind; and its build options, as
+        # another graph (other ``m``, ``ef_construction``) needs another breadth.
+        build = ",".join(f"{k}={spec.ann[k]}" for k in ("m", "ef_construction") if k in spec.ann)
+        self.index = f"{ann_index_name(self.table, spec)}({build})"
 
     def count(self) -> Steps[int]:
         """The number of vectors in the table."""
@@ -77,6 +82,37 @@ class PostgresProbe:
         )
         rows = yield Round([settings, *(Statement(sql, [q, q]) for q in queries)], tx=True)
         return [[((r[0], r[1], r[2]), float(r[3])) for r in got] for got in rows[1:]]
+
+    def kept(self) -> Steps[str | None]:
+        """The measurement kept for this index (``None``: none, or a schema set up before the
+        ``<prefix>_calibration`` table existed)."""
+        (rows,) = yield Round([Statement("SELECT to_regclass(%s) IS NOT NULL", [self.kept_in])])
+        if not rows[0][0]:
+            return None
+        (rows,) = yield Round(
+            [
+                Statement(
+                    f"SELECT measurement::text FROM {self.kept_in} WHERE idx = %s", [self.index]
+                )
+            ]
+        )
+        return str(rows[0][0]) if rows else None
+
+    def keep(self, measurement: str) -> Steps[None]:
+        """Keep ``measurement`` for this index (nothing where the table is not set up yet)."""
+        (rows,) = yield Round([Statement("SELECT to_regclass(%s) IS NOT NULL", [self.kept_in])])
+        if rows[0][0]:
+            yield Round(
+                [
+                    Statement(
+                        f"INSERT INTO {self.kept_in} (idx, measurement) VALUES (%s, %s::jsonb) "
+                        "ON CONFLICT (idx) DO UPDATE SET measurement = excluded.measurement, "
+                        "updated_at = now()",
+                        [self.index, measurement],
+                        fetch=False,
+                    )
+                ]
+            )
 
 
 @contextmanager

@@ -82,6 +82,11 @@ class Tables:
         return f"{self.prefix}_terms"
 
     @property
+    def calibration(self) -> str:
+        """What the recall calibration measured, one row per vector index (kept for new stores)."""
+        return f"{self.prefix}_calibration"
+
+    @property
     def reindexing(self) -> str:
         """The position of each ``reindex`` in progress (one per source vector table family)."""
         return f"{self.prefix}_reindexing"
@@ -163,7 +168,8 @@ def ann_index_ddl(table: str, spec: IndexSpec) -> str | None:
 
 def index_tables_ddl(t: Tables) -> list[str]:
     """DDL for the tables every vector index of the store shares: the embedder identity of each
-    vector table family and the position of a running reindex (idempotent). Created by the setup of
+    vector table family, the position of a running reindex and the last recall calibration of
+    each vector index (idempotent). Created by the setup of
     a store with an index rather than as a schema version: a store without one never needs them."""
     return [
         f"""
@@ -184,6 +190,13 @@ def index_tables_ddl(t: Tables) -> list[str]:
             after_key text COLLATE "C" NOT NULL DEFAULT '',
             done bigint NOT NULL DEFAULT 0,
             started_at timestamptz NOT NULL DEFAULT now()
+        )
+        """,
+        f"""
+        CREATE TABLE IF NOT EXISTS {t.calibration} (
+            idx text COLLATE "C" PRIMARY KEY,
+            measurement jsonb NOT NULL,
+            updated_at timestamptz NOT NULL DEFAULT now()
         )
         """,
     ]

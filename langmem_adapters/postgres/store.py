@@ -71,7 +71,7 @@ from langmem_adapters.postgres.routed import (
     WriteSession,
 )
 from langmem_adapters.postgres.schema import Tables, check_ann
-from langmem_adapters.postgres.search import EF_SEARCH, EXACT_BELOW
+from langmem_adapters.postgres.search import COLD, EF_SEARCH, EXACT_BELOW
 from langmem_adapters.postgres.sql import Answer, Round
 from langmem_adapters.postgres.writes import sweep_plan
 
@@ -126,6 +126,7 @@ class _PostgresConfig:
     )
     _breadth_schedule: Sequence[tuple[int, int]] = EF_SEARCH
     _exact_below = EXACT_BELOW
+    _cold = COLD
     _new_stats: Callable[[], SearchStats]  # the calibration mixin's (core.calibration)
 
     def _prepare(self, table_prefix: str) -> None:

@@ -17,6 +17,8 @@ namespace live in one cluster slot):
 - ``P:r:{h}:<len(ns)>:<ns>:<key>``, ``P:reindex``, ``P:reindex:t``: a ``reindex`` in progress (an
   item's new vectors, the position, the new vectors by text hash).
 - ``P:embedders``: HASH, per vector index name the JSON of its embedder identity and generation.
+- ``P:calibration``: HASH, per vector index name the JSON of its last recall calibration (read by
+  new store instances).
 """
 
 from __future__ import annotations
@@ -103,6 +105,11 @@ class Keys:
     def embedders(self) -> str:
         """The HASH of embedder identities: per vector index name, its identity and generation."""
         return f"{self.prefix}:embedders"
+
+    @property
+    def calibration(self) -> str:
+        """The HASH of recall calibrations: per vector index name, the last measurement's JSON."""
+        return f"{self.prefix}:calibration"
 
     @property
     def mode(self) -> str:

@@ -15,7 +15,14 @@ from langmem_adapters.core.calibration import Hit
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import ADHOC, EF_RUNTIME, EVERY, EXACT_BELOW, total_results
+from langmem_adapters.redis.search import (
+    ADHOC,
+    COLD,
+    EF_RUNTIME,
+    EVERY,
+    EXACT_BELOW,
+    total_results,
+)
 
 __all__ = ["RedisCalibration", "RedisProbe"]
 
@@ -57,6 +64,10 @@ class RedisProbe:
     def __init__(self, keys: Keys, spec: IndexSpec) -> None:
         self.index = keys.index(spec)
         self.dtype = vector_dtype(spec)[1]
+        self.kept_in = keys.calibration
+        # Another graph (other ``m``, ``ef_construction``) needs another breadth.
+        build = ",".join(f"{k}={spec.ann[k]}" for k in ("m", "ef_construction") if k in spec.ann)
+        self.field = f"{self.index}({build})"
 
     def count(self) -> Steps:
         """The number of documents (items with vectors) in the index."""
@@ -128,6 +139,15 @@ class RedisProbe:
         """The HNSW graph's ``k`` nearest documents of each query at ``EF_RUNTIME = breadth``."""
         return (yield from self._knn(queries, k, "*", f" EF_RUNTIME {int(breadth)}"))
 
+    def kept(self) -> Steps:
+        """The measurement kept for this index (``None``: none)."""
+        (reply,) = yield Round([Call(("HGET", self.kept_in, self.field))])
+        return None if reply is None else text(reply)
+
+    def keep(self, measurement: str) -> Steps:
+        """Keep ``measurement`` for this index."""
+        yield Round([Call(("HSET", self.kept_in, self.field, measurement))])
+
 
 class RedisCalibration:
     """The Redis stores' calibration hooks: the probe (Query Engine mode only), plain mode's
@@ -138,6 +158,7 @@ class RedisCalibration:
     index_spec: IndexSpec | None
     _breadth_schedule: Sequence[tuple[int, int]] = EF_RUNTIME
     _exact_below = EXACT_BELOW
+    _cold = COLD
 
     def _probe(self) -> RedisProbe | None:
         """The calibration's commands over the store's vector index (``None``: no index, or plain)."""

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from langgraph.store.base import SearchOp
 
-from langmem_adapters.core.calibration import explicit_breadth
+from langmem_adapters.core.calibration import Cold, explicit_breadth
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.vectors import Distance, IndexSpec, SearchStats, search_breadth
@@ -21,6 +21,7 @@ from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import path_token, pushdown
 
 __all__ = [
+    "COLD",
     "EF_RUNTIME",
     "EXACT_BELOW",
     "SORT_FROM",
@@ -44,6 +45,13 @@ EF_RUNTIME = ((20_000, 150), (50_000, 300), (50_001, 600))
 # duplicates is common in agent memory), and a scan of this many costs about what the graph walk
 # does. ``ann_index_config={"exact_below": n}`` changes it (0: always the index).
 EXACT_BELOW = 1000
+
+# Before a measurement fits the index (a new store instance with nothing kept, or a grown index),
+# KNN scans exactly (ADHOC_BF) up to this many documents, and above walks HNSW at this breadth.
+# Measured (``bench_cold_start.py --line``, standard-normal 256-d, our global search both ways on
+# the same index): the scan serves 0.6-1.2x the searches of HNSW at 1000 from 1k to 5k documents
+# (two runs, a shared machine), 0.67x at 10k (a scan within 1.5x of the widest walk).
+COLD = Cold(exact_up_to=10_000, breadth=1000)
 
 # The brute-force policy, and a filter every document passes (no token is this word): a KNN query
 # over the whole index takes a policy only as a hybrid query, with a filter.
@@ -352,12 +360,12 @@ def knn_settings(
     ef = explicit
     if not ef and calibrator is not None:
         calibrator.observe(queries, total)
-        ef = calibrator.breadth(search_breadth(total, EF_RUNTIME))
+        ef = calibrator.breadth(total, search_breadth(total, EF_RUNTIME))
     ef = ef or search_breadth(total, EF_RUNTIME)
     below = int(spec.ann.get("exact_below", EXACT_BELOW))
     if calibrator is not None:
         below = calibrator.exact_up_to(below, "exact_below" in spec.ann)
-    everything = not explicit and calibrator is not None and calibrator.exact
+    everything = not explicit and calibrator is not None and calibrator.exact_at(total)
     sizes = {t: stats.prefix(t).count or 0 for t in tokens} | {"": total}
     exact = {t for t, n in sizes.items() if n <= below or everything}
     return ef, {t for t in tokens if 2 * sizes[t] >= max(total, 1)}, exact

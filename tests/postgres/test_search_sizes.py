@@ -30,19 +30,26 @@ def sizes(stats: SearchStats, total: int, prefix: int) -> tuple[int, set[str], s
 
 
 def measured(count: int, ann_ms: float = 50.0, exact_ms: float = 100.0) -> Measurement:
-    return Measurement(count, 40, "ann", 0.97, exact_ms, ann_ms, 40, 40, 1.0, 0.0)
+    return Measurement(count, 40, "ann", 0.97, exact_ms, ann_ms, 40, 40, 1.0, 0.0, target=0.95)
+
+
+def calibrator(woken: list[int] | None = None) -> Calibrator:
+    """A calibrator for 0.95 whose kept measurement was read already (this instance's is set)."""
+    cal = Calibrator(0.95, 1000, (lambda: woken.append(1)) if woken is not None else None)
+    cal.loaded = True
+    return cal
 
 
 def test_a_table_over_the_count_cap_is_not_seen_as_halved() -> None:
     """300k vectors count as the cap (100,001): measured at 300k, that is no halving, so searches
     wake no check (they did at every search, every 10 s: ten exact scans of the table each)."""
     woken: list[int] = []
-    cal = Calibrator(0.95, 1000, lambda: woken.append(1))
+    cal = calibrator(woken)
     cal.measurement = measured(300_000)
     sizes(SearchStats(calibration=cal), 300_000, 50)
     assert woken == []
     # A table that did double since its measurement (50k -> over the cap) still wakes one.
-    cal = Calibrator(0.95, 1000, lambda: woken.append(1))
+    cal = calibrator(woken)
     cal.measurement = measured(50_000)
     sizes(SearchStats(calibration=cal), 300_000, 50)
     assert woken == [1]
@@ -51,7 +58,7 @@ def test_a_table_over_the_count_cap_is_not_seen_as_halved() -> None:
 def test_a_prefix_counted_at_the_cap_is_never_scanned_exactly() -> None:
     """Calibration can rate scans cheaper up to sqrt(50 / 100) x 300k = 212k vectors; a count at the
     cap says only "large", so such a prefix goes through the index; a small one is scanned."""
-    cal = Calibrator(0.95, 1000)
+    cal = calibrator()
     cal.measurement = measured(300_000)
     assert cal.exact_up_to(1000, explicit=False) > CAP
     _, narrow, _ = sizes(SearchStats(calibration=cal), 300_000, 200_000)
