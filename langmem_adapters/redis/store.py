@@ -7,7 +7,8 @@ awaits on ``redis.asyncio``). Either takes a single-server client or a Redis Clu
 A lost connection (or a server still loading its data) raises
 :class:`~langmem_adapters.errors.StoreConnectionError` for the batch in flight: its writes ran in one
 Lua script call (one per namespace on a cluster), so they were applied whole or not at all; redis-py
-reconnects on the next call.
+reconnects on the next call. Any other error of redis-py (an error reply such as ``OOM`` or
+``READONLY``) raises :class:`~langmem_adapters.errors.ServerRefusedError`, the driver's as its cause.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
-from langmem_adapters.redis.connection import LOST, AsyncWire, Wire, lost
+from langmem_adapters.redis.connection import AsyncWire, Wire, from_url, ours
 from langmem_adapters.redis.export import items_plan, restore_plan
 from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
@@ -48,8 +49,8 @@ ModeOption = Literal["auto", "query_engine", "plain"]
 
 
 class _Session:
-    """The sync store's ``_session()``: yields its ``_execute`` and turns a lost connection into
-    ``StoreConnectionError``. A tiny class, one per store: ``@contextmanager`` would cost a
+    """The sync store's ``_session()``: yields its ``_execute`` and turns redis-py's errors into
+    ours (:func:`~langmem_adapters.redis.connection.ours`). A tiny class, one per store: ``@contextmanager`` would cost a
     generator per call on a ~180 us get."""
 
     __slots__ = ("_store",)
@@ -63,8 +64,8 @@ class _Session:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if isinstance(exc, LOST):
-            raise lost(exc) from exc
+        if (error := ours(exc)) is not None:
+            raise error from exc
 
 
 class _AsyncSession:
@@ -95,8 +96,8 @@ class _AsyncSession:
     ) -> None:
         if self._slots is not None:
             self._slots.release()
-        if isinstance(exc, LOST):
-            raise lost(exc) from exc
+        if (error := ours(exc)) is not None:
+            raise error from exc
 
 
 # Connections of the pool a store makes for a URL: tasks and threads beyond it wait for one.
@@ -266,7 +267,7 @@ class RedisStore(_RedisConfig, SyncStore):
         # Typed as redis.Redis for callers (the CLI): a RedisCluster offers the same commands used here.
         self._owns_client = isinstance(client, str)
         if isinstance(client, str):  # a URL, as the official stores accept
-            client = redis.Redis.from_url(client)
+            client = from_url(redis.Redis.from_url, client)
         self.client = cast(redis.Redis, client)
         self.cluster = isinstance(client, redis.cluster.RedisCluster)
         _check_cluster_mode(cluster_mode, self.cluster)
@@ -288,7 +289,7 @@ class RedisStore(_RedisConfig, SyncStore):
         vector_prefix: str | None = None,
     ) -> Iterator[RedisStore]:
         """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``), yield a set-up store, close on exit."""
-        client = redis.Redis.from_url(url)
+        client = from_url(redis.Redis.from_url, url)
         try:
             store = cls(
                 client,
@@ -342,7 +343,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
     """The async twin of :class:`RedisStore` on a ``redis.asyncio.Redis`` client.
 
     Sync methods work from other threads (they run on the store's event loop) and raise
-    ``asyncio.InvalidStateError`` when called on that loop, where they would deadlock.
+    ``WrongLoopError`` (an ``asyncio.InvalidStateError``) when called on that loop, where they would
+    deadlock.
     """
 
     def __init__(
@@ -375,7 +377,7 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
         if isinstance(client, str):  # a URL, like the official AsyncRedisStore(redis_url)
             options = {"max_connections": POOL_SIZE, **(connection_args or {})}
             client = aredis.Redis.from_pool(
-                aredis.BlockingConnectionPool.from_url(client, **options)
+                from_url(aredis.BlockingConnectionPool.from_url, client, **options)
             )
         elif connection_args:
             raise InvalidArgumentTypeError(
