@@ -85,7 +85,9 @@ class _Ledger:
         with self.guard:
             return list(self._errors)
 
-    def _record(self, result: ManagerResult | None, error: BaseException | None, key: Hashable) -> None:
+    def _record(
+        self, result: ManagerResult | None, error: BaseException | None, key: Hashable
+    ) -> None:
         """Count a finished call and keep its result or error (called under ``guard``)."""
         if error is not None:
             self.failed += 1

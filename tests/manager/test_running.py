@@ -240,7 +240,9 @@ async def test_history_is_bounded_by_keep_with_counts_of_the_rest(
         executor.shutdown()
     assert (executor.succeeded, executor.failed) == (20, 10)
     assert [r.thread_id for r in executor.results] == ["t25", "t26", "t28", "t29"]
-    assert [str(e) for _, e in executor.errors] == [f"thread {n} message 0" for n in (18, 21, 24, 27)]
+    assert [str(e) for _, e in executor.errors] == [
+        f"thread {n} message 0" for n in (18, 21, 24, 27)
+    ]
 
 
 EXIT_SCRIPT = """
