@@ -117,8 +117,9 @@ class StoreConnectionError(StoreError, ConnectionError):
 class ServerRefusedError(StoreError):
     """The server answered a request with an error that is neither bad input (checked before any
     I/O) nor a lost connection: a constraint or permission of the database, a full disk, Redis out
-    of memory, a statement timeout, a store used before ``setup()``... The batch was not applied;
-    the message names the server's reply and the driver's exception is ``__cause__``."""
+    of memory, a statement timeout... On PostgreSQL a batch's writes run in one transaction, which
+    the error rolled back. The message names the server's reply; the driver's exception is
+    ``__cause__``."""
 
 
 class TransientServerError(ServerRefusedError):

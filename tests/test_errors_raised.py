@@ -31,6 +31,7 @@ from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.redis.layout import Keys
 from langmem_adapters.redis.schema import setup_plan
 from tests import servers
+from tests.server.support import drop_tables
 
 
 @pytest.fixture
@@ -38,14 +39,7 @@ def pg_prefix() -> Iterator[str]:
     """A table prefix of this test's own, its tables dropped afterwards."""
     prefix = f"err{uuid.uuid4().hex[:10]}"
     yield prefix
-    with psycopg.connect(servers.postgres_dsn(), autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT 'DROP TABLE ' || string_agg(quote_ident(tablename), ', ') || ' CASCADE'"
-            " FROM pg_tables WHERE tablename LIKE %s",
-            [prefix + "\\_%"],
-        ).fetchone()
-        if row and row[0]:
-            conn.execute(row[0])
+    drop_tables(prefix)
 
 
 def _chained(exc: BaseException, driver: type[BaseException]) -> None:

@@ -50,8 +50,8 @@ ModeOption = Literal["auto", "query_engine", "plain"]
 
 class _Session:
     """The sync store's ``_session()``: yields its ``_execute`` and turns redis-py's errors into
-    ours (:func:`~langmem_adapters.redis.connection.ours`). A tiny class, one per store: ``@contextmanager`` would cost a
-    generator per call on a ~180 us get."""
+    ours (:func:`~langmem_adapters.redis.connection.ours`). A tiny class, one per store:
+    ``@contextmanager`` would cost a generator per call on a ~180 us get."""
 
     __slots__ = ("_store",)
 
