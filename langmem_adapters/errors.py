@@ -9,6 +9,8 @@ and from ``langmem_adapters``.
 
 from __future__ import annotations
 
+import asyncio
+
 from langgraph.store.base import InvalidNamespaceError as _LangGraphNamespaceError
 
 __all__ = [
@@ -27,12 +29,17 @@ __all__ = [
     "LangmemAdaptersError",
     "MemoryToolConfigError",
     "MemoryTypeError",
+    "MissingExtraError",
     "NamespaceTemplateError",
     "NonJSONValueError",
     "RecordNotFoundError",
     "ServerConfigError",
+    "ServerRefusedError",
     "StoreConnectionError",
     "StoreError",
+    "TransientServerError",
+    "UnsupportedServerError",
+    "WrongLoopError",
 ]
 
 
@@ -107,8 +114,37 @@ class StoreConnectionError(StoreError, ConnectionError):
     """
 
 
+class ServerRefusedError(StoreError):
+    """The server answered a request with an error that is neither bad input (checked before any
+    I/O) nor a lost connection: a constraint or permission of the database, a full disk, Redis out
+    of memory, a statement timeout... On PostgreSQL a batch's writes run in one transaction, which
+    the error rolled back. The message names the server's reply; the driver's exception is
+    ``__cause__``."""
+
+
+class TransientServerError(ServerRefusedError):
+    """The server rolled a batch back for a reason that passes (a deadlock or serialization failure
+    with a concurrent writer, a vector table a concurrent ``reindex`` switched away): nothing was
+    applied and running it again is safe; the store already retried it a few times."""
+
+
+class UnsupportedServerError(StoreError, RuntimeError):
+    """The server cannot hold a store as asked: Redis older than 6.2, or ``mode="query_engine"`` on a
+    server without the Query Engine and JSON modules."""
+
+
 class ConcurrentWriteError(StoreError):
     """Another writer changed the record first; re-read and retry."""
+
+
+class WrongLoopError(LangmemAdaptersError, asyncio.InvalidStateError):
+    """A sync method of an async store was called where it cannot run: on the store's own event
+    loop (it would deadlock), or before the store has run on any loop; use the async methods."""
+
+
+class MissingExtraError(LangmemAdaptersError, ImportError):
+    """An optional feature needs a package that is not installed; the message names the extra to
+    install (``pip install 'langmem-adapters[embedded]'``)."""
 
 
 # --------------------------------------------------------------------------- memory tiers

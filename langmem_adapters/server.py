@@ -8,8 +8,11 @@ or a dotted module path, so this package's entry point is written with dots::
      "store": {"path": "langmem_adapters.server.generate_store"}}
 
 (``langmem_adapters.server:generate_store`` does not load: the server splits a module path at its
-last dot.) The variables, read when the server starts; a bad value fails the start with a
-:class:`~langmem_adapters.errors.ServerConfigError` naming the variable:
+last dot.) The store section's ``index`` (``embed``, ``dims``, ``fields``) and ``ttl``
+(``default_ttl``, ``refresh_on_read``, ``sweep_interval_minutes``) are honoured: the server hands
+them to a custom store as JSON in ``LANGGRAPH_STORE``, and each ``LANGMEM_*`` variable set overrides
+its part. The variables, read when the server starts; a bad value fails the start with a
+:class:`~langmem_adapters.errors.ServerConfigError` naming the variable (or the langgraph.json key):
 
 - ``LANGMEM_STORE_URL``: the CLI's store URLs (``embedded``, ``embedded:PATH``, ``postgresql://...``
   with an optional ``?table_prefix=``, ``redis://...`` or ``redis+sentinel://...`` with an optional
@@ -19,6 +22,7 @@ last dot.) The variables, read when the server starts; a bad value fails the sta
 - ``LANGMEM_INDEX_FIELDS``: comma-separated value paths to embed (default: the whole value).
 - ``LANGMEM_TTL_MINUTES``: the default TTL of new items (default: none, items never expire).
 - ``LANGMEM_SWEEP_MINUTES``: minutes between TTL sweeps (default 5).
+- ``LANGGRAPH_STORE``: set by the server from langgraph.json (not by hand).
 
 An empty variable counts as unset.
 """
@@ -26,16 +30,21 @@ An empty variable counts as unset.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
+import json
 import math
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import cast
+from pathlib import Path
+from typing import Any, cast
 
 import psycopg
 import redis
 from langgraph.store.base import IndexConfig, TTLConfig
+from langgraph.store.base.embed import ensure_embeddings
 from psycopg.conninfo import make_conninfo
 
 from langmem_adapters.cli.locations import Location, parse_location
@@ -48,6 +57,7 @@ from langmem_adapters.redis.urls import aclose_client, async_client
 __all__ = [
     "EMBED",
     "INDEX_FIELDS",
+    "LANGGRAPH_STORE",
     "POOL_MAX_SIZE",
     "STORE_URL",
     "SWEEP_MINUTES",
@@ -63,6 +73,8 @@ EMBED = "LANGMEM_EMBED"
 INDEX_FIELDS = "LANGMEM_INDEX_FIELDS"
 TTL_MINUTES = "LANGMEM_TTL_MINUTES"
 SWEEP_MINUTES = "LANGMEM_SWEEP_MINUTES"
+#: Where langgraph-api puts langgraph.json's ``store`` section (JSON) for a custom store.
+LANGGRAPH_STORE = "LANGGRAPH_STORE"
 
 #: Most connections the Postgres pool opens: the server's concurrent requests and runs share them.
 POOL_MAX_SIZE = 10
@@ -79,13 +91,19 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerSettings:
-        """Parse the variables (``os.environ`` unless given); raises ``ServerConfigError`` naming the
-        first bad one. ``LANGMEM_EMBED`` with a LangChain model builds the embedder and embeds one
-        probe text to learn its size, so a missing key or package fails here too."""
+        """Parse the variables (``os.environ`` unless given) over langgraph.json's ``index`` and
+        ``ttl`` (``LANGGRAPH_STORE``); raises ``ServerConfigError`` naming the first bad one. An
+        embedder that is a LangChain model is built and embeds one probe text to learn its size, so
+        a missing key or package fails here too."""
         env = os.environ if environ is None else environ
+        section = _store_section(env.get(LANGGRAPH_STORE) or None)
 
         def get(name: str) -> str | None:
-            return env.get(name) or None
+            return env.get(name) or section.get(name)
+
+        def named(name: str) -> str:
+            """How a message names where a value came from: the variable, or langgraph.json."""
+            return name if env.get(name) or name not in section else JSON_KEYS[name]
 
         url = get(STORE_URL) or "embedded"
         with _naming(STORE_URL):
@@ -99,14 +117,142 @@ class ServerSettings:
         spec = get(EMBED)
         if fields and (spec is None or spec == "none"):
             raise ServerConfigError(
-                f"{INDEX_FIELDS} names fields to embed but {EMBED} sets no embedder"
+                f"{named(INDEX_FIELDS)} names fields to embed but {named(EMBED)} sets no embedder"
             )
-        with _naming(EMBED):
-            index = parse_embed(spec, fields, option=EMBED)
-        ttl_minutes = _minutes(TTL_MINUTES, get(TTL_MINUTES))
-        sweep_minutes = _minutes(SWEEP_MINUTES, get(SWEEP_MINUTES))
-        ttl: TTLConfig | None = None if ttl_minutes is None else {"default_ttl": ttl_minutes}
-        return cls(location, cast("IndexConfig | None", index), ttl, sweep_minutes)
+        dims = None if env.get(EMBED) else section.get(DIMS)
+        if dims is not None and _check_dims(dims) and spec == "hash":
+            spec = f"hash:{dims}"
+        with _naming(named(EMBED)):
+            index = (
+                _from_file(spec, fields, named(EMBED))
+                if spec is not None and ".py:" in spec
+                else parse_embed(spec, fields, option=named(EMBED))
+            )
+        if index is not None and dims is not None and index["dims"] != dims:
+            raise ServerConfigError(
+                f"{JSON_KEYS[DIMS]} is {dims} but its embedder makes vectors of "
+                f"{index['dims']} dimensions"
+            )
+        ttl_minutes = _minutes(named(TTL_MINUTES), get(TTL_MINUTES))
+        sweep_minutes = _minutes(named(SWEEP_MINUTES), get(SWEEP_MINUTES))
+        ttl: dict[str, Any] = {} if ttl_minutes is None else {"default_ttl": ttl_minutes}
+        if section.get(REFRESH) is not None:
+            ttl["refresh_on_read"] = section[REFRESH]
+        return cls(
+            location,
+            cast("IndexConfig | None", index),
+            cast(TTLConfig, ttl) if ttl else None,
+            sweep_minutes,
+        )
+
+
+# The parts of langgraph.json's store section, under the variable each corresponds to (and two
+# with no variable): ``LANGMEM_*`` set in the environment wins over them.
+DIMS = "index.dims"
+REFRESH = "ttl.refresh_on_read"
+#: The langgraph.json key behind each part, as messages name it.
+JSON_KEYS = {
+    EMBED: "langgraph.json store.index.embed",
+    INDEX_FIELDS: "langgraph.json store.index.fields",
+    DIMS: "langgraph.json store.index.dims",
+    TTL_MINUTES: "langgraph.json store.ttl.default_ttl",
+    SWEEP_MINUTES: "langgraph.json store.ttl.sweep_interval_minutes",
+    REFRESH: "langgraph.json store.ttl.refresh_on_read",
+}
+
+
+def _store_section(text: str | None) -> dict[str, str]:
+    """langgraph.json's ``store`` ``index`` and ``ttl`` (the JSON of ``LANGGRAPH_STORE``), as the
+    values of the ``LANGMEM_*`` variables they correspond to (``DIMS``, ``REFRESH`` besides)."""
+    if text is None:
+        return {}
+    try:
+        store = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ServerConfigError(f"{LANGGRAPH_STORE} is not JSON: {exc.msg}") from None
+    if not isinstance(store, dict):
+        raise ServerConfigError(f"{LANGGRAPH_STORE} must be a JSON object, got {text[:80]!r}")
+    index, ttl = _object(store, "index"), _object(store, "ttl")
+    found: dict[str, Any] = {
+        EMBED: _text(index.get("embed"), "index.embed"),
+        INDEX_FIELDS: _fields(index.get("fields")),
+        DIMS: index.get("dims"),
+        TTL_MINUTES: _number(ttl.get("default_ttl")),
+        SWEEP_MINUTES: _number(ttl.get("sweep_interval_minutes")),
+        REFRESH: ttl.get("refresh_on_read"),
+    }
+    if found[REFRESH] is not None and not isinstance(found[REFRESH], bool):
+        raise ServerConfigError(
+            f"{JSON_KEYS[REFRESH]} must be true or false, got {found[REFRESH]!r}"
+        )
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def _object(store: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``store[key]``: a JSON object, ``{}`` when absent or null."""
+    value = store.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ServerConfigError(f"langgraph.json store.{key} must be an object, got {value!r}")
+    return value
+
+
+def _text(value: Any, key: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ServerConfigError(
+            f"langgraph.json store.{key} must be a string such as 'openai:text-embedding-3-small' "
+            f"or 'hash:64', got {value!r}"
+        )
+    return value
+
+
+def _fields(value: Any) -> str | None:
+    """``index.fields`` (a list of paths) as ``LANGMEM_INDEX_FIELDS`` text."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(f, str) and "," not in f for f in value):
+        raise ServerConfigError(
+            f"langgraph.json store.index.fields must be a list of value paths, got {value!r}"
+        )
+    return ",".join(value)
+
+
+def _number(value: Any) -> str | None:
+    """A number of minutes of the store section, as variable text (checked as the variable is)."""
+    return None if value is None else str(value)
+
+
+def _from_file(spec: str, fields: list[str] | None, named: str) -> dict[str, Any]:
+    """The index of an embedder named as langgraph-api names one: ``./path/file.py:name`` (relative
+    to the server's directory, the project's) or ``package.module.py:name``; the object is an
+    ``Embeddings`` or an embedding function, whose size one probe text tells."""
+    module_name, attribute = spec.rsplit(":", 1)
+    try:
+        if "/" in module_name:
+            path = Path(module_name).resolve()
+            found = importlib.util.spec_from_file_location(f"_langmem_embed_{path.stem}", path)
+            if found is None or found.loader is None:
+                raise ServerConfigError(f"{named}: no Python file at {module_name!r}")
+            module = importlib.util.module_from_spec(found)
+            found.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name.removesuffix(".py"))
+        embeddings = ensure_embeddings(getattr(module, attribute))
+        dims = len(embeddings.embed_query("dimension probe"))
+    except ServerConfigError:
+        raise
+    except Exception as exc:  # the user's module may raise anything while it loads
+        raise ServerConfigError(f"{named}: cannot load {spec!r}: {first_line(exc)}") from exc
+    return {"dims": dims, "embed": embeddings, "fields": list(fields or ["$"])}
+
+
+def _check_dims(dims: Any) -> bool:
+    """Accept langgraph.json's ``index.dims`` if it is a positive integer (the embedder's size must
+    then agree with it; a bare ``hash`` embedder takes it)."""
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
+        raise ServerConfigError(f"{JSON_KEYS[DIMS]} must be a positive integer, got {dims!r}")
+    return True
 
 
 @contextmanager

@@ -29,11 +29,15 @@ STORE_ERRORS = [
     "InvalidRecordError",
     "InvalidValueError",
     "NonJSONValueError",
+    "ServerRefusedError",
     "StoreConnectionError",
     "StoreError",
+    "TransientServerError",
+    "UnsupportedServerError",
+    "WrongLoopError",
 ]
 RAISERS = {
-    "langmem_adapters.postgres": STORE_ERRORS,
+    "langmem_adapters.postgres": [*STORE_ERRORS, "MissingExtraError"],
     "langmem_adapters.redis": STORE_ERRORS,
     "langmem_adapters.memory": [
         "ConcurrentWriteError",

@@ -11,8 +11,12 @@ from langmem_adapters.errors import (
     InvalidRecordError,
     InvalidValueError,
     NonJSONValueError,
+    ServerRefusedError,
     StoreConnectionError,
     StoreError,
+    TransientServerError,
+    UnsupportedServerError,
+    WrongLoopError,
 )
 
 __all__ = [
@@ -25,6 +29,10 @@ __all__ = [
     "InvalidRecordError",
     "InvalidValueError",
     "NonJSONValueError",
+    "ServerRefusedError",
     "StoreConnectionError",
     "StoreError",
+    "TransientServerError",
+    "UnsupportedServerError",
+    "WrongLoopError",
 ]

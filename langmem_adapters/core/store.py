@@ -38,7 +38,7 @@ from langmem_adapters.core.reindex import AsyncReindex, SyncReindex
 from langmem_adapters.core.surface import OwnErrors
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.errors import InvalidNamespaceError
+from langmem_adapters.errors import InvalidNamespaceError, WrongLoopError
 
 __all__ = ["AsyncStore", "Embed", "ItemsPage", "Plan", "SyncStore"]
 
@@ -310,7 +310,8 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
 
 class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
     """A store on an async client; its sync methods work from other threads by running on the
-    store's event loop, and raise ``asyncio.InvalidStateError`` on that loop, where they would deadlock."""
+    store's event loop, and raise ``WrongLoopError`` (an ``asyncio.InvalidStateError``) on that loop,
+    where they would deadlock."""
 
     _sweeper: AsyncSweeper | None = None
     loop: asyncio.AbstractEventLoop | None = None
@@ -360,17 +361,20 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         name = type(self).__name__
         if self.loop is None:
             coro.close()
-            raise asyncio.InvalidStateError(f"{name} has no event loop yet; use the async methods")
+            raise WrongLoopError(f"{name} has no event loop yet; use the async methods")
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is self.loop:
             coro.close()
-            raise asyncio.InvalidStateError(
+            raise WrongLoopError(
                 f"Synchronous calls to {name} detected in the main event loop. "
                 "Use the async methods (aget, aput, ...) instead."
             )
+        if self.loop.is_closed():
+            coro.close()
+            raise WrongLoopError(f"the event loop {name} ran on is closed; use the async methods")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

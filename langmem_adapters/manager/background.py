@@ -5,7 +5,8 @@ goes quiet, debounced per thread (:mod:`langmem_adapters.manager.debounce`).
 :class:`AsyncBackgroundManager` runs them on the async APIs as tasks of the running event loop.
 Both take ``submit(messages, config)`` from a graph node (``manager.as_node(executor=...)``) or
 anywhere, process the latest messages of each thread once the thread has been quiet for
-``delay`` seconds, keep every result and error (a failed call never stops the executor), and can
+``delay`` seconds, keep the latest ``keep`` results and errors with counts of all of them (a failed
+call never stops the executor, and one running for weeks holds a bounded history), and can
 be flushed (run everything pending now and wait) in tests and at shutdown, which flushes by
 default, so nothing submitted is lost (a :class:`BackgroundManager` still open when the
 interpreter exits is shut down then).
@@ -26,6 +27,7 @@ import queue
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Hashable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -45,20 +47,54 @@ __all__ = ["AsyncBackgroundManager", "BackgroundManager"]
 
 _calls = itertools.count()
 
+#: How many of the latest results and of the latest errors a background manager keeps by default.
+KEEP = 1000
+
 
 class _Ledger:
-    """What a background manager keeps of its calls: results and errors, in completion order."""
+    """What a background manager keeps of its calls: the latest ``keep`` results and errors, in
+    completion order, and how many calls succeeded and failed in all (older ones are dropped, so
+    a manager running for weeks holds a bounded history)."""
 
-    def __init__(self, manager: MemoryManager, delay: float, workers: int) -> None:
+    def __init__(self, manager: MemoryManager, delay: float, workers: int, keep: int) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidArgumentError(f"max_workers must be a positive int, got {workers!r}")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise InvalidArgumentError(f"keep must be an int >= 0, got {keep!r}")
         self.manager = manager
         self.queue = Debouncer(delay)
         self.workers = workers
-        self.results: list[ManagerResult] = []
-        self.errors: list[tuple[Hashable, BaseException]] = []
+        self.keep = keep
+        self._results: deque[ManagerResult] = deque(maxlen=keep)
+        self._errors: deque[tuple[Hashable, BaseException]] = deque(maxlen=keep)
+        #: Calls that returned / raised since the manager was made (kept or not).
+        self.succeeded = 0
+        self.failed = 0
         self.cancelled = 0
         self.closed = False
+
+    @property
+    def results(self) -> list[ManagerResult]:
+        """The latest ``keep`` results, oldest first (a copy: workers may be adding to them)."""
+        with self.guard:
+            return list(self._results)
+
+    @property
+    def errors(self) -> list[tuple[Hashable, BaseException]]:
+        """The latest ``keep`` failures as ``(call key, exception)``, oldest first (a copy)."""
+        with self.guard:
+            return list(self._errors)
+
+    def _record(
+        self, result: ManagerResult | None, error: BaseException | None, key: Hashable
+    ) -> None:
+        """Count a finished call and keep its result or error (called under ``guard``)."""
+        if error is not None:
+            self.failed += 1
+            self._errors.append((key, error))
+        else:
+            self.succeeded += 1
+            self._results.append(result)  # type: ignore[arg-type]
 
     def job(
         self,
@@ -140,9 +176,11 @@ def _flush_at_exit(ref: weakref.ref[BackgroundManager]) -> None:
 class BackgroundManager(_Ledger):
     """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
 
-    def __init__(self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4) -> None:
-        super().__init__(manager, delay, max_workers)
+    def __init__(
+        self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
+    ) -> None:
         self._cond = threading.Condition()
+        super().__init__(manager, delay, max_workers, keep)
         # Plain daemon threads, not a ThreadPoolExecutor: those refuse work once the interpreter
         # starts exiting, before the atexit flush runs.
         self._jobs: queue.SimpleQueue[tuple[Hashable, Job] | None] = queue.SimpleQueue()
@@ -191,10 +229,10 @@ class BackgroundManager(_Ledger):
             )
         except BaseException as exc:  # kept for the caller; the executor keeps running
             with self._cond:
-                self.errors.append((key, exc))
+                self._record(None, exc, key)
         else:
             with self._cond:
-                self.results.append(result)
+                self._record(result, None, key)
         finally:
             with self._cond:
                 self.queue.finish(key)
@@ -241,8 +279,10 @@ class AsyncBackgroundManager(_Ledger):
     """Debounced extraction as tasks of the running event loop, on the async APIs (see the module
     docstring). Submit from that loop's thread (a coroutine or an async graph node)."""
 
-    def __init__(self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4) -> None:
-        super().__init__(manager, delay, max_workers)
+    def __init__(
+        self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
+    ) -> None:
+        super().__init__(manager, delay, max_workers, keep)
         self._wake = asyncio.Event()
         self._scheduler: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -280,11 +320,11 @@ class AsyncBackgroundManager(_Ledger):
                     job.input, job.config, context=job.context, store=job.store
                 )
         except BaseException as exc:  # kept for the caller; the executor keeps running
-            self.errors.append((key, exc))
+            self._record(None, exc, key)
             if isinstance(exc, asyncio.CancelledError):
                 raise
         else:
-            self.results.append(result)
+            self._record(result, None, key)
         finally:
             self.queue.finish(key)
             self._wake.set()

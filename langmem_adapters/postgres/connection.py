@@ -1,6 +1,8 @@
 """Connections of the Postgres stores: where a plan run gets its connection (a pool, or the store's
 own connection under a lock, reopened when lost), its transaction, how one ``Round`` is executed,
-and a lost connection reported as ``StoreConnectionError``.
+and psycopg's errors reported as this package's: a lost connection as ``StoreConnectionError``, any
+other error the server answered as ``ServerRefusedError`` (``TransientServerError`` for the ones a
+rerun of the batch cures), the driver's exception as ``__cause__``.
 
 A session (:class:`Session`, :class:`AsyncSession`) is what ``SyncStore._session()`` /
 ``AsyncStore._session()`` return: it takes the connection lazily on the first round (a plan that
@@ -22,16 +24,24 @@ from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.errors import StoreConnectionError
+from langmem_adapters.errors import (
+    InvalidArgumentError,
+    ServerRefusedError,
+    StoreConnectionError,
+    TransientServerError,
+    first_line,
+)
 from langmem_adapters.postgres.sql import Answer, Round
 
 __all__ = [
     "BACKGROUND",
     "CONNECT_KWARGS",
+    "TRANSIENT",
     "AsyncConnections",
     "AsyncSession",
     "Connections",
     "Session",
+    "connect_failed",
 ]
 
 # Connections the stores open read json/jsonb with the core's fast reader (a user's own connection
@@ -42,6 +52,14 @@ set_json_loads(load_json, _ADAPTERS)
 CONNECT_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 5, "context": _ADAPTERS}
 #: The ``application_name`` of the connections background work opens (visible in pg_stat_activity).
 BACKGROUND = "langmem_adapters calibration"
+#: Errors after which the whole batch was rolled back and a rerun is safe: a deadlock or
+#: serialization failure, or a vector table that a reindex switched away (the rerun checks the
+#: identity first). They become ``TransientServerError``, which the store retries.
+TRANSIENT = (
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.UndefinedTable,
+)
 
 AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
 Pooled = AbstractContextManager[psycopg.Connection[Any]]
@@ -80,11 +98,44 @@ def _reopen_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _raise_if_lost(conn: AnyConnection | None, exc: BaseException | None) -> None:
-    """Raise ``StoreConnectionError`` (from ``exc``) when ``exc`` means the connection is gone (or
-    never came); other errors are left to propagate as they are."""
-    if not isinstance(exc, psycopg.OperationalError):
+def _raise_ours(conn: AnyConnection | None, exc: BaseException | None) -> None:
+    """Raise this package's error (from ``exc``) for a psycopg error: ``StoreConnectionError`` when
+    the connection is gone (or never came), else what the server refused; other exceptions (ours,
+    an embedder's) are left to propagate as they are."""
+    if not isinstance(exc, psycopg.Error):
         return
+    if isinstance(exc, psycopg.OperationalError):
+        _raise_if_lost(conn, exc)
+    raise _refused(exc) from exc
+
+
+def _refused(exc: psycopg.Error) -> ServerRefusedError:
+    """Our error for an error PostgreSQL answered (naming its SQLSTATE and message)."""
+    what = f"{type(exc).__name__}{f' [{exc.sqlstate}]' if exc.sqlstate else ''}: {first_line(exc)}"
+    if isinstance(exc, TRANSIENT):
+        hint = (
+            "; call setup() if this store's tables were never created"
+            if isinstance(exc, psycopg.errors.UndefinedTable)
+            else ""
+        )
+        return TransientServerError(
+            f"PostgreSQL rolled the batch back ({what}); nothing of it was applied and running it "
+            f"again is safe{hint}"
+        )
+    return ServerRefusedError(f"PostgreSQL refused the request ({what})")
+
+
+def connect_failed(exc: psycopg.Error) -> Exception:
+    """Our error for a connection string that could not be used: ``StoreConnectionError`` when
+    the server could not be reached or refused, ``InvalidArgumentError`` for a malformed string."""
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreConnectionError(f"cannot reach PostgreSQL: {first_line(exc)}")
+    return InvalidArgumentError(f"unusable PostgreSQL connection string ({first_line(exc)})")
+
+
+def _raise_if_lost(conn: AnyConnection | None, exc: psycopg.OperationalError) -> None:
+    """Raise ``StoreConnectionError`` (from ``exc``) when ``exc`` means the connection is gone (or
+    never came)."""
     if isinstance(exc, PoolTimeout):
         raise StoreConnectionError(
             f"no pooled PostgreSQL connection became free in time ({str(exc).strip()}); nothing of the "
@@ -234,9 +285,9 @@ class _Held(Generic[Source, Conn, Held, Tx]):
         self._pooled: Held | None = None
         self._tx: Tx | None = None
 
-    def _check_lost(self, exc: BaseException) -> None:
-        """Raise ``StoreConnectionError`` when the session ended on a lost connection."""
-        _raise_if_lost(self._conn, exc)
+    def _check(self, exc: BaseException) -> None:
+        """Raise this package's error when the session ended on a psycopg error."""
+        _raise_ours(self._conn, exc)
 
 
 class Session(_Held[Connections, psycopg.Connection[Any], Pooled, Transaction]):
@@ -277,15 +328,15 @@ class Session(_Held[Connections, psycopg.Connection[Any], Pooled, Transaction]):
         return [cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, statements)]
 
     def __exit__(self, *exc_info: Any) -> None:
-        """Commit (or roll back) and release the connection; report a lost connection."""
+        """Commit (or roll back) and release the connection; report a psycopg error as ours."""
         if self._conn is not None:
             try:
                 self._end(*exc_info)
-            except psycopg.OperationalError as err:
-                self._check_lost(err)
+            except psycopg.Error as err:
+                self._check(err)
                 raise
         if exc_info[1] is not None:
-            self._check_lost(exc_info[1])
+            self._check(exc_info[1])
 
     def _end(self, *exc_info: Any) -> None:
         """End the transaction, then give the connection back (told of a failed commit)."""
@@ -343,15 +394,15 @@ class AsyncSession(
         return [await cur.fetchall() if st.fetch else [] for cur, st in zip(cursors, statements)]
 
     async def __aexit__(self, *exc_info: Any) -> None:
-        """Commit (or roll back) and release the connection; report a lost connection."""
+        """Commit (or roll back) and release the connection; report a psycopg error as ours."""
         if self._conn is not None:
             try:
                 await self._end(*exc_info)
-            except psycopg.OperationalError as err:
-                self._check_lost(err)
+            except psycopg.Error as err:
+                self._check(err)
                 raise
         if exc_info[1] is not None:
-            self._check_lost(exc_info[1])
+            self._check(exc_info[1])
 
     async def _end(self, *exc_info: Any) -> None:
         """End the transaction, then give the connection back (told of a failed commit)."""

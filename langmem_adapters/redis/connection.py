@@ -4,7 +4,9 @@ A round's commands go out together (one write, or one pipeline) and every reply 
 the server has forgotten (NOSCRIPT: it did not run, as on a replica just promoted by Sentinel) is
 loaded and called again. With ``wait_replicas`` a round that writes ends with ``WAIT`` on the same
 connection (see :mod:`langmem_adapters.redis.durability`). A lost connection
-becomes :class:`~langmem_adapters.errors.StoreConnectionError` (see :func:`lost`).
+becomes :class:`~langmem_adapters.errors.StoreConnectionError` (see :func:`lost`), any other error
+of redis-py (an error reply: out of memory, a read-only replica, ...)
+:class:`~langmem_adapters.errors.ServerRefusedError` (see :func:`ours`).
 """
 
 from __future__ import annotations
@@ -22,14 +24,18 @@ import redis.sentinel
 from redis.exceptions import ClusterDownError, MaxConnectionsError, NoScriptError, ResponseError
 from redis.utils import HIREDIS_AVAILABLE
 
-from langmem_adapters.errors import StoreConnectionError
+from langmem_adapters.errors import (
+    ServerRefusedError,
+    StoreConnectionError,
+    first_line,
+)
 from langmem_adapters.redis.durability import ReplicaWait
 from langmem_adapters.redis.scripts import SCRIPTS, SHA, Call, Round
 
 if HIREDIS_AVAILABLE:  # redis-py writes commands with it then, and so do we
     import hiredis
 
-__all__ = ["LOST", "AsyncWire", "Wire", "lost", "pool_limit"]
+__all__ = ["LOST", "AsyncWire", "Wire", "lost", "ours", "pool_limit"]
 
 # Connection lost or refused, timed out, server loading its data (BusyLoadingError is a ConnectionError),
 # cluster slots not served: the server did not run the command, or ran a whole script call.
@@ -60,6 +66,18 @@ def lost(exc: Exception) -> StoreConnectionError:
         "Lua script call (one per namespace on a Redis Cluster), so they were applied whole or not at all; "
         "the store reconnects on its next call"
     )
+
+
+def ours(exc: BaseException | None) -> Exception | None:
+    """This package's error for an exception of redis-py (``None`` for any other): a lost
+    connection (:func:`lost`), or ``ServerRefusedError`` naming the error the server answered."""
+    if isinstance(exc, LOST):
+        return lost(exc)
+    if isinstance(exc, redis.RedisError):
+        return ServerRefusedError(
+            f"Redis refused the request ({type(exc).__name__}: {first_line(exc)})"
+        )
+    return None
 
 
 def _args(call: Call) -> tuple[Any, ...]:

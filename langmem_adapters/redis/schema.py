@@ -7,7 +7,7 @@ from collections.abc import Generator
 from typing import Any, cast
 
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.errors import InvalidArgumentError, UnsupportedServerError
 from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
 
@@ -49,7 +49,9 @@ def setup_plan(
         else _info_field(info, "redis_version")
     )
     if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (6, 2):
-        raise RuntimeError(f"the Redis store needs Redis >= 6.2 or Valkey, found {version}")
+        raise UnsupportedServerError(
+            f"the Redis store needs Redis >= 6.2 or Valkey, found {version}"
+        )
     has_qe = bool(probed) and not any(isinstance(r, Exception) for r in probed)
     recorded = text(recorded)
     chosen = cast(
@@ -64,7 +66,7 @@ def setup_plan(
         )
     if chosen == "query_engine":
         if not has_qe:
-            raise RuntimeError(
+            raise UnsupportedServerError(
                 "mode='query_engine' needs a single Redis server with the Query Engine and JSON (Redis 8 or "
                 "Redis Stack); on a Redis Cluster use mode='plain' (or 'auto')"
             )

@@ -10,7 +10,8 @@ Sentinel (``Sentinel(...).master_for(name)``, or a ``redis+sentinel://`` URL: se
 A lost connection (or a server still loading its data) raises
 :class:`~langmem_adapters.errors.StoreConnectionError` for the batch in flight: its writes ran in one
 Lua script call (one per namespace on a cluster), so they were applied whole or not at all; redis-py
-reconnects on the next call.
+reconnects on the next call. Any other error of redis-py (an error reply such as ``OOM`` or
+``READONLY``) raises :class:`~langmem_adapters.errors.ServerRefusedError`, the driver's as its cause.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
-from langmem_adapters.redis.connection import LOST, AsyncWire, Wire, lost
+from langmem_adapters.redis.connection import AsyncWire, Wire, ours
 from langmem_adapters.redis.durability import replica_wait
 from langmem_adapters.redis.export import items_plan, restore_plan
 from langmem_adapters.redis.identity import RedisIdentity
@@ -59,9 +60,9 @@ ModeOption = Literal["auto", "query_engine", "plain"]
 
 
 class _Session:
-    """The sync store's ``_session()``: yields its ``_execute`` and turns a lost connection into
-    ``StoreConnectionError``. A tiny class, one per store: ``@contextmanager`` would cost a
-    generator per call on a ~180 us get."""
+    """The sync store's ``_session()``: yields its ``_execute`` and turns redis-py's errors into
+    ours (:func:`~langmem_adapters.redis.connection.ours`). A tiny class, one per store:
+    ``@contextmanager`` would cost a generator per call on a ~180 us get."""
 
     __slots__ = ("_store",)
 
@@ -74,8 +75,8 @@ class _Session:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if isinstance(exc, LOST):
-            raise lost(exc) from exc
+        if (error := ours(exc)) is not None:
+            raise error from exc
 
 
 class _AsyncSession:
@@ -106,8 +107,8 @@ class _AsyncSession:
     ) -> None:
         if self._slots is not None:
             self._slots.release()
-        if isinstance(exc, LOST):
-            raise lost(exc) from exc
+        if (error := ours(exc)) is not None:
+            raise error from exc
 
 
 # Connections of the pool a store makes for a URL: tasks and threads beyond it wait for one.
@@ -368,7 +369,8 @@ class AsyncRedisStore(_RedisConfig, AsyncStore):
     """The async twin of :class:`RedisStore` on a ``redis.asyncio.Redis`` client.
 
     Sync methods work from other threads (they run on the store's event loop) and raise
-    ``asyncio.InvalidStateError`` when called on that loop, where they would deadlock.
+    ``WrongLoopError`` (an ``asyncio.InvalidStateError``) when called on that loop, where they would
+    deadlock.
     """
 
     def __init__(

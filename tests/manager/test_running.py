@@ -162,7 +162,7 @@ async def test_cancel_and_drop_without_errors(store: BaseStore, use_async: bool)
         await executor.ashutdown(wait=False)
     else:
         executor.shutdown(wait=False)
-    assert (executor.cancelled, model.calls, executor.errors) == (1, 0, [])
+    assert (executor.cancelled, model.calls, executor.errors, executor.failed) == (1, 0, [], 0)
     with pytest.raises(InvalidArgumentError, match="shut down"):
         executor.submit(conversation(3, 0), {"configurable": {"thread_id": "c"}})
 
@@ -209,6 +209,40 @@ async def test_failed_calls_are_kept_and_do_not_stop_the_executor(
         executor.shutdown()
     assert [str(e) for _, e in executor.errors] == ["model down"]
     assert [r.thread_id for r in executor.results] == ["b"]
+
+
+async def test_history_is_bounded_by_keep_with_counts_of_the_rest(
+    store: BaseStore, use_async: bool
+) -> None:
+    """Only the latest ``keep`` results and errors stay; ``succeeded``/``failed`` count them all."""
+
+    def every_third_fails(data: dict[str, Any]) -> list[dict[str, Any]]:
+        if int(last_user_text(data).split()[1]) % 3 == 0:
+            raise RuntimeError(last_user_text(data))
+        return remember_last(data)
+
+    manager = MemoryManager(
+        ScriptedMemoryModel(script=every_third_fails), namespace=("m", "{thread_id}"), store=store
+    )
+    kind: Any = AsyncBackgroundManager if use_async else BackgroundManager
+    with pytest.raises(InvalidArgumentError, match="keep"):
+        kind(manager, keep=-1)
+    executor = kind(manager, delay=0, max_workers=1, keep=4)
+    for n in range(30):  # one thread each, submitted one after another: completion order is n
+        executor.submit(conversation(n, 0), {"configurable": {"thread_id": f"t{n}"}})
+        if use_async:
+            assert await executor.aflush(timeout=5)
+        else:
+            assert executor.flush(timeout=5)
+    if use_async:
+        await executor.ashutdown()
+    else:
+        executor.shutdown()
+    assert (executor.succeeded, executor.failed) == (20, 10)
+    assert [r.thread_id for r in executor.results] == ["t25", "t26", "t28", "t29"]
+    assert [str(e) for _, e in executor.errors] == [
+        f"thread {n} message 0" for n in (18, 21, 24, 27)
+    ]
 
 
 EXIT_SCRIPT = """

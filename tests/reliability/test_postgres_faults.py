@@ -195,15 +195,16 @@ def test_password_auth_and_credentials_never_leak(
         assert secret not in repr(store) and "memuser" not in repr(store)
         store.conn.close()  # type: ignore[union-attr]
         assert store.get(("auth",), "k") is not None  # reconnects with the same credentials
-    with pytest.raises(psycopg.OperationalError) as failed, PostgresStore.from_conn_string(bad):
+    with pytest.raises(StoreConnectionError) as failed, PostgresStore.from_conn_string(bad):
         pass
+    assert isinstance(failed.value.__cause__, psycopg.OperationalError)  # the driver's, chained
     assert "password authentication failed" in str(failed.value)
-    assert secret not in str(failed.value)
+    assert secret not in str(failed.value) and secret not in str(failed.value.__cause__)
     unreachable = f"postgresql://memuser:{secret}@127.0.0.1:1/postgres?connect_timeout=2"
     with (
-        pytest.raises(psycopg.OperationalError) as failed,
+        pytest.raises(StoreConnectionError) as failed,
         PostgresStore.from_conn_string(unreachable),
     ):
         pass
-    assert secret not in str(failed.value)
+    assert secret not in str(failed.value) and secret not in str(failed.value.__cause__)
     assert secret not in caplog.text

@@ -4,6 +4,8 @@ its variable) and ``generate_store``'s start and stop on the test Postgres and R
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 import uuid
 from pathlib import Path
@@ -170,3 +172,66 @@ async def _check_generated_store(backend: str, prefix: str) -> None:
     if backend == "postgres":
         assert isinstance(pool, AsyncConnectionPool)
         assert pool.closed
+
+
+def _store_json(**section: object) -> str:
+    return json.dumps({"path": "langmem_adapters.server.generate_store", **section})
+
+
+def test_langgraph_json_index_and_ttl_are_read_and_variables_override(tmp_path: Path) -> None:
+    (tmp_path / "emb.py").write_text(
+        "from langmem_adapters.embeddings import HashEmbeddings\nembeddings = HashEmbeddings(24)\n"
+    )
+    section = _store_json(
+        index={"embed": f"{tmp_path}/emb.py:embeddings", "dims": 24, "fields": ["text"]},
+        ttl={"default_ttl": 30, "refresh_on_read": False, "sweep_interval_minutes": 2},
+    )
+    settings = ServerSettings.from_env({"LANGGRAPH_STORE": section})
+    assert settings.index is not None and settings.index["dims"] == 24
+    assert isinstance(settings.index["embed"], HashEmbeddings)
+    assert settings.index["fields"] == ["text"]
+    assert settings.ttl == {"default_ttl": 30.0, "refresh_on_read": False}
+    assert settings.sweep_minutes == 2.0
+    bare = ServerSettings.from_env(
+        {"LANGGRAPH_STORE": _store_json(index={"embed": "hash", "dims": 40})}
+    )
+    assert bare.index is not None and bare.index["dims"] == 40 and bare.index["fields"] == ["$"]
+    overridden = ServerSettings.from_env(
+        {
+            "LANGGRAPH_STORE": section,
+            "LANGMEM_EMBED": "hash:16",
+            "LANGMEM_INDEX_FIELDS": "body",
+            "LANGMEM_TTL_MINUTES": "5",
+            "LANGMEM_SWEEP_MINUTES": "1",
+        }
+    )
+    assert overridden.index is not None
+    assert (overridden.index["dims"], overridden.index["fields"]) == (16, ["body"])
+    assert overridden.ttl == {"default_ttl": 5.0, "refresh_on_read": False}
+    assert overridden.sweep_minutes == 1.0
+
+
+@pytest.mark.parametrize(
+    ("section", "says"),
+    [
+        ({"index": {"embed": "hash:32", "dims": 48}}, "store.index.dims is 48 but"),
+        ({"index": {"embed": "nope"}}, "store.index.embed must be"),
+        ({"index": {"embed": 5}}, "store.index.embed must be a string"),
+        ({"index": {"embed": "./missing.py:x"}}, "store.index.embed: cannot load"),
+        ({"index": {"embed": "hash", "dims": 0}}, "store.index.dims must be a positive"),
+        ({"index": {"fields": ["a"]}}, "store.index.fields names fields"),
+        ({"ttl": {"default_ttl": "soon"}}, "store.ttl.default_ttl must be a positive"),
+        ({"ttl": {"refresh_on_read": 1}}, "refresh_on_read must be true or false"),
+        ({"ttl": []}, "store.ttl must be an object"),
+    ],
+)
+def test_a_bad_langgraph_json_key_is_named(section: dict[str, object], says: str) -> None:
+    with pytest.raises(ServerConfigError, match=re.escape(says)) as info:
+        ServerSettings.from_env({"LANGGRAPH_STORE": _store_json(**section)})
+    assert "langgraph.json" in str(info.value)
+
+
+def test_unreadable_langgraph_store_variable_is_named() -> None:
+    for text in ("{not json", "[1]"):
+        with pytest.raises(ServerConfigError, match="LANGGRAPH_STORE"):
+            ServerSettings.from_env({"LANGGRAPH_STORE": text})

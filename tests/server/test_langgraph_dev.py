@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
+from langmem_adapters.embeddings import HashEmbeddings
+from langmem_adapters.errors import EmbeddingMismatchError
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
 from tests import servers
@@ -81,14 +83,15 @@ def _documented_store_path() -> str:
     return match.group(1)
 
 
-def _project(directory: Path) -> Path:
-    """A LangGraph project: the graph module and a ``langgraph.json`` using our store."""
+def _project(directory: Path, **store: Any) -> Path:
+    """A LangGraph project: the graph module and a ``langgraph.json`` using our store (``store``:
+    more keys of its store section, such as ``index`` and ``ttl``)."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "graph.py").write_text(GRAPH)
     config = {
         "dependencies": ["."],
         "graphs": {"agent": "./graph.py:graph"},
-        "store": {"path": _documented_store_path()},
+        "store": {"path": _documented_store_path(), **store},
     }
     (directory / "langgraph.json").write_text(json.dumps(config))
     return directory
@@ -174,16 +177,16 @@ class Served:
     prefix: str
 
     @contextmanager
-    def direct(self) -> Iterator[PostgresStore | RedisStore]:
+    def direct(self, index: Any = None) -> Iterator[PostgresStore | RedisStore]:
         """Our sync store on the data the server writes (not through the server)."""
         if self.backend == "postgres":
             with PostgresStore.from_conn_string(
-                servers.postgres_dsn(), table_prefix=self.prefix
+                servers.postgres_dsn(), table_prefix=self.prefix, index=index
             ) as pg:
                 yield pg
         else:
             with RedisStore.from_conn_string(
-                servers.redis_url(modules=True), prefix=self.prefix
+                servers.redis_url(modules=True), prefix=self.prefix, index=index
             ) as rs:
                 yield rs
 
@@ -292,3 +295,48 @@ def test_a_bad_variable_fails_the_start_naming_it(tmp_path: Path) -> None:
         _stop(proc)
     assert code != 0
     assert "ServerConfigError: LANGMEM_TTL_MINUTES must be a positive number" in log.read_text()
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+async def test_index_and_ttl_come_from_langgraph_json_alone(backend: str, tmp_path: Path) -> None:
+    """No LANGMEM_EMBED or LANGMEM_TTL_MINUTES: the store section's ``index`` (an embedder named as
+    langgraph-api names one, here an offline one in a project file; its size; the fields) and
+    ``ttl`` reach our store through ``LANGGRAPH_STORE``."""
+    _langgraph_cli()
+    prefix = f"srv{uuid.uuid4().hex[:10]}"
+    project = _project(
+        tmp_path / "json",
+        index={"embed": "./embeddings.py:embeddings", "dims": 48, "fields": ["text"]},
+        ttl={"default_ttl": 45, "refresh_on_read": False, "sweep_interval_minutes": 3},
+    )
+    (project / "embeddings.py").write_text(
+        "from langmem_adapters.embeddings import HashEmbeddings\n\nembeddings = HashEmbeddings(48)\n"
+    )
+    served = Served(backend, "", prefix)
+    try:
+        with langgraph_dev(project, {"LANGMEM_STORE_URL": store_url(backend, prefix)}) as url:
+            sdk = get_client(url=url)
+            try:
+                ns = ["docs", uuid.uuid4().hex[:8]]
+                await sdk.store.put_item(ns, "tea", {"text": "green tea in the morning", "n": 1})
+                await sdk.store.put_item(ns, "jazz", {"text": "jazz records", "n": 2})
+                found = await sdk.store.search_items(ns, query="green tea")
+                assert found["items"][0]["key"] == "tea"
+                assert found["items"][0]["score"] > found["items"][1]["score"]  # ranked: indexed
+                user = f"u{uuid.uuid4().hex[:8]}"  # a node's put without a ttl takes the default
+                await sdk.runs.wait(None, "agent", input={"user": user, "text": "likes jazz"})
+            finally:
+                await sdk.http.client.aclose()
+        with served.direct() as store:
+            (note,) = store.iter_items(("memories", user))
+            assert note.ttl_minutes == 45.0
+        # The vectors were made by a 48-dimension hash embedder of "text", as langgraph.json says.
+        same = {"dims": 48, "embed": HashEmbeddings(48), "fields": ["text"]}
+        with served.direct(index=same) as store:
+            assert store.search(tuple(ns), query="green tea")[0].key == "tea"
+        other = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
+        with served.direct(index=other) as store, pytest.raises(EmbeddingMismatchError):
+            store.search(tuple(ns), query="green tea")
+    finally:
+        if backend == "postgres":
+            drop_tables(prefix)
