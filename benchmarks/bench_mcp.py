@@ -9,8 +9,9 @@ Side by side in one run, on the same store and namespace, interleaved call by ca
   the ``mcp`` SDK's client (JSON-RPC over pipes, argument validation, the tool error mapping);
 - ``store``: the bare ``store.search`` of the semantic namespace, for scale.
 
-The overhead is ``mcp stdio - tool`` (medians). Operations: ``search_memory`` over N saved
-memories and ``save_memory``. Servers: ``--url`` (a store URL, as the CLI takes), else
+The overhead is the median of ``mcp stdio - tool`` over the pairs timed back to back. Operations:
+``read_instructions`` (one read: the MCP layer stands out), ``search_memory`` over N saved memories
+and ``save_memory``. Servers: ``--url`` (a store URL, as the CLI takes), else
 ``LANGMEM_BENCH_REDIS_URL`` / ``LANGMEM_BENCH_POSTGRES_DSN``, else ones started from the test
 wheels; a fresh prefix each run.
 
@@ -30,6 +31,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the repository root importable
@@ -40,7 +42,11 @@ from mcp.client.stdio import stdio_client
 
 from langmem_adapters.cli.locations import open_store, parse_location
 from langmem_adapters.cli.options import parse_embed
-from langmem_adapters.tools import create_manage_memory_tool, create_search_memory_tool
+from langmem_adapters.tools import (
+    create_manage_memory_tool,
+    create_memory_tools,
+    create_search_memory_tool,
+)
 
 USER = "bench"
 ROOT = ("memories", USER)
@@ -76,12 +82,28 @@ async def _timed(call: Callable[[], Awaitable[Any]], into: list[float]) -> None:
     into.append(time.perf_counter() - start)
 
 
-async def run(url: str, memories: int, calls: int) -> list[tuple[str, float, float, float]]:
-    """Rows (operation, store ms, tool ms, mcp stdio ms), medians over ``calls`` each."""
+@dataclass(frozen=True)
+class Row:
+    """Medians over the timed calls of one operation, in ms; ``overhead`` is the median of each
+    call's ``mcp - tool`` (the pair timed back to back)."""
+
+    operation: str
+    store: float
+    tool: float
+    mcp: float
+    overhead: float
+
+
+async def run(url: str, memories: int, calls: int) -> list[Row]:
+    """One row per operation, ``calls`` timed calls each (after 5 to warm up)."""
     index = parse_embed("hash:64", ["text"])  # the CLI's default index
     with open_store(parse_location(url), index, create=True) as store:
         manage = create_manage_memory_tool(ROOT, store=store)
         search = create_search_memory_tool(ROOT, store=store)
+        procedural = {
+            t.name: t for t in create_memory_tools(ROOT, tiers=["procedural"], store=store)
+        }
+        reader, writer = procedural["read_instructions"], procedural["update_instructions"]
         for i in range(memories):
             await manage.ainvoke({"content": f"note {i} about {TOPICS[i % len(TOPICS)]}"})
         cli = ["-m", "langmem_adapters", "-q", "mcp", url, "--user", USER]
@@ -89,16 +111,18 @@ async def run(url: str, memories: int, calls: int) -> list[tuple[str, float, flo
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             rows = []
-            for name in ("search_memory", "save_memory"):
+            await manage.ainvoke({"content": "warm"})
+            await writer.ainvoke({"name": "tone", "text": "Be brief."})
+            for name in ("read_instructions", "search_memory", "save_memory"):
                 times: dict[str, list[float]] = {"store": [], "tool": [], "mcp": []}
-                tool = search if name == "search_memory" else manage
+                tool = {"search_memory": search, "save_memory": manage}.get(name, reader)
                 for i in range(calls + 5):  # the first 5 of each warm up
                     topic = TOPICS[i % len(TOPICS)]
-                    args: dict[str, Any] = (
-                        {"query": f"what about {topic}"}
-                        if name == "search_memory"
-                        else {"content": f"new note {i} on {topic}"}
-                    )
+                    args: dict[str, Any] = {
+                        "read_instructions": {"name": "tone"},
+                        "search_memory": {"query": f"what about {topic}"},
+                        "save_memory": {"content": f"new note {i} on {topic}"},
+                    }[name]
                     sample = times if i >= 5 else {"store": [], "tool": [], "mcp": []}
                     await _timed(
                         lambda t=topic: asyncio.to_thread(
@@ -108,7 +132,15 @@ async def run(url: str, memories: int, calls: int) -> list[tuple[str, float, flo
                     )
                     await _timed(lambda a=args, t=tool: t.ainvoke(a), sample["tool"])
                     await _timed(lambda a=args, n=name: session.call_tool(n, a), sample["mcp"])
-                rows.append((name, _ms(times["store"]), _ms(times["tool"]), _ms(times["mcp"])))
+                rows.append(
+                    Row(
+                        name,
+                        _ms(times["store"]),
+                        _ms(times["tool"]),
+                        _ms(times["mcp"]),
+                        _ms([m - t for m, t in zip(times["mcp"], times["tool"])]),
+                    )
+                )
     return rows
 
 
@@ -128,11 +160,11 @@ def main() -> None:
         f"MCP over stdio vs the same tool in process ({args.backend}, {memories} memories, "
         f"median of {calls} calls each, ms)"
     )
-    print(f"{'operation':<16}{'store':>9}{'tool':>9}{'mcp stdio':>11}{'overhead':>10}{'ratio':>8}")
-    for name, store_ms, tool_ms, mcp_ms in rows:
+    print(f"{'operation':<18}{'store':>9}{'tool':>9}{'mcp stdio':>11}{'overhead':>10}{'ratio':>8}")
+    for row in rows:
         print(
-            f"{name:<16}{store_ms:>9.2f}{tool_ms:>9.2f}{mcp_ms:>11.2f}"
-            f"{mcp_ms - tool_ms:>10.2f}{mcp_ms / tool_ms:>8.2f}"
+            f"{row.operation:<18}{row.store:>9.2f}{row.tool:>9.2f}{row.mcp:>11.2f}"
+            f"{row.overhead:>10.2f}{row.mcp / row.tool:>8.2f}"
         )
 
 

@@ -18,8 +18,8 @@ from langgraph.store.base.embed import get_text_at_path
 from pydantic import ConfigDict
 
 from langmem_adapters.core.ops import check_prefix
-from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
-from langmem_adapters.memory.checks import check_filter
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.memory.checks import check_filter, check_k
 
 __all__ = ["StoreRetriever", "as_retriever", "document_of"]
 
@@ -77,7 +77,7 @@ class StoreRetriever(BaseRetriever):
         return {
             "query": query,
             "filter": filter_,
-            "limit": _check_k(overrides.get("k", self.k)),
+            "limit": check_k(overrides.get("k", self.k)),
         }
 
     def _documents(self, items: Sequence[SearchItem]) -> list[Document]:
@@ -97,15 +97,6 @@ class StoreRetriever(BaseRetriever):
         return self._documents(items)
 
 
-def _check_k(k: object) -> int:
-    """A positive number of documents."""
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise InvalidArgumentTypeError(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise InvalidArgumentError(f"k must be at least 1, got {k}")
-    return k
-
-
 def as_retriever(
     store: BaseStore,
     namespace_prefix: tuple[str, ...],
@@ -121,6 +112,6 @@ def as_retriever(
         store=store,
         namespace_prefix=check_prefix(namespace_prefix),
         filter=filter,
-        k=_check_k(k),
+        k=check_k(k),
         content_fields=None if content_fields is None else tuple(content_fields),
     )

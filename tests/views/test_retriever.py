@@ -18,7 +18,9 @@ from langgraph.store.base import BaseStore
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidFilterError,
+    InvalidMemoryQueryError,
     InvalidNamespaceError,
+    MemoryTypeError,
 )
 from langmem_adapters.views import StoreRetriever
 from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
@@ -128,8 +130,8 @@ def test_retriever_tool_and_lcel_chain(make_store: StoreFactory) -> None:
 @pytest.mark.parametrize(
     "kwargs, error",
     [
-        ({"k": 0}, InvalidArgumentError),
-        ({"k": "3"}, TypeError),
+        ({"k": 0}, InvalidMemoryQueryError),
+        ({"k": "3"}, MemoryTypeError),
         ({"filter": {"$or": []}}, InvalidFilterError),
     ],
 )
@@ -142,7 +144,7 @@ def test_bad_arguments_refused_up_front(
     with pytest.raises(InvalidNamespaceError):
         store.as_retriever(("bad.label",))  # type: ignore[attr-defined]
     retriever = store.as_retriever(("docs",))  # type: ignore[attr-defined]
-    with pytest.raises(InvalidArgumentError, match="at least 1"):
+    with pytest.raises(InvalidMemoryQueryError, match="at least 1"):
         retriever.invoke("x", k=0)
     with pytest.raises(InvalidArgumentError, match="takes k and filter"):
         retriever.invoke("x", limit=3)
