@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -354,13 +355,25 @@ def cmd_mcp(args: argparse.Namespace, ctx: Ctx) -> int:
             store, namespaces, user=args.user, host=args.host, port=args.port
         )
         if args.transport == "stdio":
-            asyncio.run(mcp_server.serve_stdio(server))
+            # A host stops its stdio server with SIGTERM (the SDK's client, when the server has
+            # not exited 2 s after stdin closed): leave through the normal path, and let that
+            # path finish, so the store is closed and an embedded PostgreSQL this process
+            # started is stopped.
+            signal.signal(signal.SIGTERM, _exit_quietly)
+            try:
+                asyncio.run(mcp_server.serve_stdio(server))
+            finally:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
             return 0
         where = f"http://{args.host}:{args.port}"
         users = f", per user {where}/users/NAME/mcp" if namespaces.per_user else ""
         ctx.note(f"serving memory tools on {location.display} at {where}/mcp{users}")
         asyncio.run(mcp_server.serve_http(server, tokens))
     return 0
+
+
+def _exit_quietly(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
 
 
 def _check_mcp_user(args: argparse.Namespace, namespaces: Any, tokens: Any) -> None:

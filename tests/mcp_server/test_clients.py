@@ -7,8 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
+import signal
+import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -209,3 +215,30 @@ async def test_a_fixed_namespace_serves_every_client() -> None:
     async with _fixed(url) as two:
         assert [h["text"] for h in await memories(two)] == ["The team drinks tea"]
     assert {ns[:2] for ns, _, _ in snapshot(url)} == {("team", "notes")}
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A directory the embedded server's user can reach (pytest's tmp_path is root's only); the
+    server is stopped afterwards (fast shutdown) if the last CLI process did not get to stop it
+    before its client killed it."""
+    path = Path(tempfile.mkdtemp(prefix="langmem-test-mcp-"))
+    yield path
+    pid_file = path / "pg" / "postmaster.pid"
+    with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def test_stdio_on_the_embedded_store(data_dir: Path) -> None:
+    """The CLI's default store kind: an embedded PostgreSQL in a data directory, started by the
+    server process; the memories outlive the session."""
+    url = f"embedded:{data_dir / 'pg'}"
+    async with stdio_session(url, "--user", "ada") as session:
+        await ok(session, "save_memory", content="Ada drinks green tea")
+    async with stdio_session(url, "--user", "ada") as session:
+        assert [h["text"] for h in await memories(session)] == ["Ada drinks green tea"]
