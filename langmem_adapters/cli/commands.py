@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from platformdirs import user_state_dir
 from rich.markup import escape
@@ -36,6 +36,9 @@ from langmem_adapters.cli.render import Ctx, item_rows, print_items, print_tree
 from langmem_adapters.core.store import SyncStore
 from langmem_adapters.errors import CLIError, InvalidArgumentError
 from langmem_adapters.transfer import Checkpoint, migrate, read_items, write_items
+
+if TYPE_CHECKING:  # the mcp extra is imported when the command runs
+    from langmem_adapters.mcp_server import Namespaces, Tokens
 
 __all__ = [
     "cmd_demo",
@@ -350,6 +353,8 @@ def cmd_mcp(args: argparse.Namespace, ctx: Ctx) -> int:
     except InvalidArgumentError as exc:
         raise CLIError(str(exc), USAGE) from None
     _check_mcp_user(args, namespaces, tokens)
+    if not 0 < args.port < 65536:
+        raise CLIError(f"--port must be 1-65535, got {args.port}", USAGE)
     with open_store(location, index, create=True) as store:
         server = mcp_server.build_server(
             store, namespaces, user=args.user, host=args.host, port=args.port
@@ -376,7 +381,9 @@ def _exit_quietly(signum: int, frame: Any) -> None:
     raise SystemExit(0)
 
 
-def _check_mcp_user(args: argparse.Namespace, namespaces: Any, tokens: Any) -> None:
+def _check_mcp_user(
+    args: argparse.Namespace, namespaces: Namespaces, tokens: Tokens | None
+) -> None:
     """``--user`` is the stdio client's user: needed there for a per-user namespace, and never
     given over HTTP (each request names its user) or with a fixed namespace."""
     if args.transport == "http":
@@ -399,7 +406,9 @@ def _check_mcp_user(args: argparse.Namespace, namespaces: Any, tokens: Any) -> N
             "(the stdio client's user) or a fixed --namespace such as memories/ada",
             USAGE,
         )
+    from langmem_adapters.mcp_server.toolset import ToolFailure
+
     try:
         namespaces.root(args.user)
-    except Exception as exc:  # ToolFailure, imported lazily with the SDK
+    except ToolFailure as exc:
         raise CLIError(str(exc), USAGE) from None

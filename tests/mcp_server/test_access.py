@@ -87,6 +87,7 @@ def test_namespaces_per_user_or_fixed() -> None:
         (["--namespace", "team/notes", "--user", "ada"], "has no {user} field"),
         (["--user", "ada", "--token", "x"], "apply to --transport http"),
         (["--namespace", "memories//x"], "empty label"),
+        (["--transport", "http", "--port", "70000"], "--port must be"),
     ],
 )
 def test_cli_refuses_before_opening_anything(
