@@ -7,7 +7,9 @@ Side by side in one run, on the same store and namespace, interleaved call by ca
   tool's own logic, the baseline;
 - ``mcp stdio``: the same tool through ``langmem-adapters mcp`` as a stdio subprocess, called with
   the ``mcp`` SDK's client (JSON-RPC over pipes, argument validation, the tool error mapping);
-- ``store``: the bare ``store.search`` of the semantic namespace, for scale.
+- ``store``: the bare ``store.search`` of the semantic namespace, for scale;
+- ``pipe``: a line of the same size to an echo subprocess and back: the bare cost of a stdio round
+  trip between two processes on this machine, the floor under any stdio transport.
 
 The overhead is the median of ``mcp stdio - tool`` over the pairs timed back to back. Operations:
 ``read_instructions`` (one read: the MCP layer stands out), ``search_memory`` over N saved memories
@@ -25,11 +27,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
 import time
 import uuid
+from asyncio.subprocess import PIPE
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +96,19 @@ class Row:
     tool: float
     mcp: float
     overhead: float
+    pipe: float
+
+
+# A bare stdio round trip between two processes, the floor under any stdio transport.
+ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()"
+
+
+async def _echo(process: asyncio.subprocess.Process, args: dict[str, Any]) -> None:
+    """One JSON-RPC-sized line to the echo process and back."""
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "params": args}).encode() + b"\n")
+    await process.stdin.drain()
+    await process.stdout.readline()
 
 
 async def run(url: str, memories: int, calls: int) -> list[Row]:
@@ -108,13 +125,16 @@ async def run(url: str, memories: int, calls: int) -> list[Row]:
             await manage.ainvoke({"content": f"note {i} about {TOPICS[i % len(TOPICS)]}"})
         cli = ["-m", "langmem_adapters", "-q", "mcp", url, "--user", USER]
         params = StdioServerParameters(command=sys.executable, args=cli)
+        echo = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", ECHO, stdin=PIPE, stdout=PIPE
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             rows = []
             await manage.ainvoke({"content": "warm"})
             await writer.ainvoke({"name": "tone", "text": "Be brief."})
             for name in ("read_instructions", "search_memory", "save_memory"):
-                times: dict[str, list[float]] = {"store": [], "tool": [], "mcp": []}
+                times: dict[str, list[float]] = {"store": [], "tool": [], "mcp": [], "pipe": []}
                 tool = {"search_memory": search, "save_memory": manage}.get(name, reader)
                 for i in range(calls + 5):  # the first 5 of each warm up
                     topic = TOPICS[i % len(TOPICS)]
@@ -123,7 +143,7 @@ async def run(url: str, memories: int, calls: int) -> list[Row]:
                         "search_memory": {"query": f"what about {topic}"},
                         "save_memory": {"content": f"new note {i} on {topic}"},
                     }[name]
-                    sample = times if i >= 5 else {"store": [], "tool": [], "mcp": []}
+                    sample = times if i >= 5 else {k: [] for k in times}
                     await _timed(
                         lambda t=topic: asyncio.to_thread(
                             store.search, (*ROOT, "semantic"), query=t, limit=10
@@ -132,6 +152,7 @@ async def run(url: str, memories: int, calls: int) -> list[Row]:
                     )
                     await _timed(lambda a=args, t=tool: t.ainvoke(a), sample["tool"])
                     await _timed(lambda a=args, n=name: session.call_tool(n, a), sample["mcp"])
+                    await _timed(lambda a=args: _echo(echo, a), sample["pipe"])
                 rows.append(
                     Row(
                         name,
@@ -139,8 +160,12 @@ async def run(url: str, memories: int, calls: int) -> list[Row]:
                         _ms(times["tool"]),
                         _ms(times["mcp"]),
                         _ms([m - t for m, t in zip(times["mcp"], times["tool"])]),
+                        _ms(times["pipe"]),
                     )
                 )
+        assert echo.stdin is not None
+        echo.stdin.close()
+        await echo.wait()
     return rows
 
 
@@ -160,11 +185,14 @@ def main() -> None:
         f"MCP over stdio vs the same tool in process ({args.backend}, {memories} memories, "
         f"median of {calls} calls each, ms)"
     )
-    print(f"{'operation':<18}{'store':>9}{'tool':>9}{'mcp stdio':>11}{'overhead':>10}{'ratio':>8}")
+    print(
+        f"{'operation':<18}{'store':>9}{'tool':>9}{'mcp stdio':>11}{'overhead':>10}{'ratio':>8}"
+        f"{'pipe':>8}"
+    )
     for row in rows:
         print(
             f"{row.operation:<18}{row.store:>9.2f}{row.tool:>9.2f}{row.mcp:>11.2f}"
-            f"{row.overhead:>10.2f}{row.mcp / row.tool:>8.2f}"
+            f"{row.overhead:>10.2f}{row.mcp / row.tool:>8.2f}{row.pipe:>8.2f}"
         )
 
 
