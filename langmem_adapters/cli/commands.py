@@ -4,14 +4,17 @@ stores' public API and :mod:`langmem_adapters.transfer`, and returns the exit st
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import hashlib
+import os
+import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from platformdirs import user_state_dir
 from rich.markup import escape
@@ -21,22 +24,28 @@ from langmem_adapters.cli.locations import Location, open_source, open_store, pa
 from langmem_adapters.cli.options import (
     FAILURE,
     USAGE,
+    first_line,
     parse_embed,
     parse_fields,
     parse_filter,
     parse_model,
     parse_namespace,
+    parse_namespace_path,
 )
 from langmem_adapters.cli.render import Ctx, item_rows, print_items, print_tree
 from langmem_adapters.core.store import SyncStore
 from langmem_adapters.errors import CLIError, InvalidArgumentError
 from langmem_adapters.transfer import Checkpoint, migrate, read_items, write_items
 
+if TYPE_CHECKING:  # the mcp extra is imported when the command runs
+    from langmem_adapters.mcp_server import Namespaces, Tokens
+
 __all__ = [
     "cmd_demo",
     "cmd_export",
     "cmd_import",
     "cmd_inspect",
+    "cmd_mcp",
     "cmd_migrate",
     "cmd_purge",
     "cmd_reindex",
@@ -316,3 +325,90 @@ def cmd_demo(args: argparse.Namespace, ctx: Ctx) -> int:
         highlight=False,
     )
     return 0
+
+
+# --------------------------------------------------------------------------- mcp
+
+
+def cmd_mcp(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Serve the memory tools over MCP (stdio or streamable HTTP) until the client or a signal
+    stops it. Every option is checked before the store is opened or a port is bound."""
+    location = parse_location(args.url)
+    labels = parse_namespace_path(args.namespace)
+    index = parse_embed(args.embed, ["text"])
+    try:
+        from langmem_adapters import mcp_server
+    except ImportError as exc:
+        raise CLIError(
+            f"the mcp command needs the MCP SDK: pip install 'langmem-adapters[mcp]' "
+            f"({first_line(exc)})"
+        ) from None
+    try:
+        namespaces = mcp_server.Namespaces.parse(labels)
+        tokens = mcp_server.Tokens.load(
+            args.token or os.environ.get("LANGMEM_MCP_TOKEN") or None, args.token_file
+        )
+        if args.transport == "http":
+            mcp_server.check_bind(args.host, tokens, require_token=args.require_token)
+    except InvalidArgumentError as exc:
+        raise CLIError(str(exc), USAGE) from None
+    _check_mcp_user(args, namespaces, tokens)
+    if not 0 < args.port < 65536:
+        raise CLIError(f"--port must be 1-65535, got {args.port}", USAGE)
+    with open_store(location, index, create=True) as store:
+        server = mcp_server.build_server(
+            store, namespaces, user=args.user, host=args.host, port=args.port
+        )
+        if args.transport == "stdio":
+            # A host stops its stdio server with SIGTERM (the SDK's client, when the server has
+            # not exited 2 s after stdin closed): leave through the normal path, and let that
+            # path finish, so the store is closed and an embedded PostgreSQL this process
+            # started is stopped.
+            signal.signal(signal.SIGTERM, _exit_quietly)
+            try:
+                asyncio.run(mcp_server.serve_stdio(server))
+            finally:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            return 0
+        where = f"http://{args.host}:{args.port}"
+        users = f", per user {where}/users/NAME/mcp" if namespaces.per_user else ""
+        ctx.note(f"serving memory tools on {location.display} at {where}/mcp{users}")
+        asyncio.run(mcp_server.serve_http(server, tokens))
+    return 0
+
+
+def _exit_quietly(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def _check_mcp_user(
+    args: argparse.Namespace, namespaces: Namespaces, tokens: Tokens | None
+) -> None:
+    """``--user`` is the stdio client's user: needed there for a per-user namespace, and never
+    given over HTTP (each request names its user) or with a fixed namespace."""
+    if args.transport == "http":
+        if args.user is not None:
+            raise CLIError(
+                "--user is for stdio; over HTTP each request names its user "
+                "(/users/NAME/mcp, the X-Memory-User header or --token-file)",
+                USAGE,
+            )
+        return
+    if tokens is not None or args.require_token:
+        raise CLIError("bearer tokens apply to --transport http, not stdio", USAGE)
+    if not namespaces.per_user:
+        if args.user is not None:
+            raise CLIError(f"--namespace {args.namespace!r} has no {{user}} field", USAGE)
+        return
+    if args.user is None:
+        raise CLIError(
+            f"--namespace {args.namespace!r} has a {{user}} field: pass --user NAME "
+            "(the stdio client's user) or a fixed --namespace such as memories/ada",
+            USAGE,
+        )
+    from langmem_adapters.mcp_server.toolset import ToolFailure
+
+    try:
+        namespaces.root(args.user)
+    except ToolFailure as exc:
+        raise CLIError(str(exc), USAGE) from None

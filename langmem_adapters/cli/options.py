@@ -25,6 +25,7 @@ __all__ = [
     "parse_filter",
     "parse_model",
     "parse_namespace",
+    "parse_namespace_path",
 ]
 
 T = TypeVar("T")
@@ -53,6 +54,17 @@ def parse_namespace(text: str | None) -> tuple[str, ...]:
     if not all(labels):
         raise CLIError(f"--namespace {text!r} has an empty label", USAGE)
     return tuple(labels)
+
+
+def parse_namespace_path(text: str) -> tuple[str, ...]:
+    """``mcp --namespace``: labels joined by ``"/"`` (``memories/{user}``) or ``"."``, or a JSON
+    list."""
+    if text.startswith("["):
+        return parse_namespace(text)
+    labels = tuple(text.split("/" if "/" in text else "."))
+    if not all(labels):
+        raise CLIError(f"--namespace {text!r} has an empty label", USAGE)
+    return labels
 
 
 def parse_filter(text: str | None) -> dict[str, Any] | None:

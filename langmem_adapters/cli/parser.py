@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import warnings
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import psycopg
 import redis
@@ -17,6 +17,7 @@ from langmem_adapters.cli.commands import (
     cmd_export,
     cmd_import,
     cmd_inspect,
+    cmd_mcp,
     cmd_migrate,
     cmd_purge,
     cmd_reindex,
@@ -148,7 +149,46 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--page-size", type=int, default=PAGE, help="items per page (default 500)")
     reindex.add_argument("--json", action="store_true", help="machine-readable output")
     reindex.set_defaults(func=cmd_reindex)
+    _add_mcp(sub)
     return parser
+
+
+def _add_mcp(sub: Any) -> None:
+    """``mcp``: the memory tools over the Model Context Protocol."""
+    mcp = sub.add_parser("mcp", help="serve the memory tools over MCP (stdio or streamable HTTP)")
+    mcp.add_argument(
+        "url", nargs="?", default="embedded", help="store URL (default: the embedded PostgreSQL)"
+    )
+    mcp.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="default: stdio"
+    )
+    mcp.add_argument(
+        "-n",
+        "--namespace",
+        default="memories/{user}",
+        help="namespace of the memories: memories/{user} (default: one per user) or a fixed "
+        "one such as memories/ada",
+    )
+    mcp.add_argument("--user", help="stdio: the client's user, filling {user}")
+    mcp.add_argument(
+        "--host", default="127.0.0.1", help="http: address to bind (default 127.0.0.1)"
+    )
+    mcp.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
+    mcp.add_argument("--token", help="http: bearer token clients must send (or LANGMEM_MCP_TOKEN)")
+    mcp.add_argument(
+        "--token-file", help="http: JSON object of token -> user; each token is one user's"
+    )
+    mcp.add_argument(
+        "--require-token",
+        action="store_true",
+        help="http: require a token on loopback too (always required on other addresses)",
+    )
+    mcp.add_argument(
+        "--embed",
+        default="hash:64",
+        help="embeddings: hash[:DIMS] (default), provider:model or none",
+    )
+    mcp.set_defaults(func=cmd_mcp)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

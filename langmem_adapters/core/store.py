@@ -11,7 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, Literal, TypeVar
 
@@ -39,6 +47,7 @@ from langmem_adapters.core.surface import OwnErrors
 from langmem_adapters.core.ttl import AsyncSweeper, Sweeper, check_ttl_config, sweep_interval
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidNamespaceError, WrongLoopError
+from langmem_adapters.views import StoreByteStore, StoreRetriever, as_retriever
 
 __all__ = ["AsyncStore", "Embed", "ItemsPage", "Plan", "SyncStore"]
 
@@ -66,6 +75,27 @@ class _Store(OwnErrors):
     def embeddings(self) -> Embeddings | None:
         """The index's embedding model (``None`` without an index), as on the official stores."""
         return self.index_spec.embeddings if self.index_spec else None
+
+    def as_retriever(
+        self,
+        namespace_prefix: tuple[str, ...],
+        *,
+        filter: dict[str, Any] | None = None,
+        k: int = 4,
+        content_fields: Sequence[str] | None = None,
+    ) -> StoreRetriever:
+        """This store as a LangChain retriever over ``namespace_prefix`` (see
+        :class:`~langmem_adapters.views.StoreRetriever`): ranked as ``search`` ranks."""
+        return as_retriever(
+            self, namespace_prefix, filter=filter, k=k, content_fields=content_fields
+        )
+
+    def as_byte_store(
+        self, namespace: tuple[str, ...], *, ttl: float | None = None
+    ) -> StoreByteStore:
+        """One namespace of this store as a LangChain ``ByteStore`` (see
+        :class:`~langmem_adapters.views.StoreByteStore`)."""
+        return StoreByteStore(self, namespace, ttl=ttl)
 
     def _configure(self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None) -> None:
         self._guard = IdentityGuard()  # the embedder identity check (core/identity.py)
