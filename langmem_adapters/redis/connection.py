@@ -62,8 +62,9 @@ def _packed(conn: Any, calls: list[Call]) -> list[bytes]:
     (:func:`_pack_text`) is faster and writes the same bytes: no hiredis (redis-py then packs in pure
     Python) and a connection whose ``encoder`` names its text encoding. Side by side
     (``benchmarks/packing.py``: 2,000 puts and gets of a 3-field value on plain Redis 8.2, best of 9
-    interleaved runs, redis-py 8.1 without hiredis): a put took 98 us with ours and 127 us with
-    ``pack_commands`` (23% less); a get the same either way (76 / 73 us).
+    interleaved runs, redis-py 8.1 without hiredis, a loaded 2-core machine): a put took 98 us with
+    ours and 127 us with ``pack_commands`` (23% less), 85 / 99 us (15% less) in a second run; a get
+    about the same either way (76 / 73, 62 / 65 us).
     """
     encoder = getattr(conn, "encoder", None)
     if HIREDIS_AVAILABLE or not _names_encoding(encoder):
