@@ -16,6 +16,7 @@ until the next bulk load or ``setup()`` builds it.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -64,10 +65,14 @@ class _BulkLoads:
 
 def _failed_finish(exc: BaseException, err: Exception) -> None:
     """Tell the body's error that the index could not be rebuilt after it."""
-    exc.add_note(
+    note = (
         f"the bulk load's index build failed too ({type(err).__name__}: {err}); "
         "searches answer by exact scans until the next bulk load or setup() builds it"
     )
+    if sys.version_info >= (3, 11):
+        exc.add_note(note)
+    else:  # Python 3.10 has no add_note: the same PEP 678 list, which tracebacks show from 3.11
+        exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
 
 
 class SyncBulkLoad(_BulkLoads):

@@ -20,7 +20,6 @@ from langgraph.store.base import (
     SearchOp,
 )
 from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
-from langgraph.store.base import _validate_namespace as langgraph_validate_put_namespace
 from langgraph.store.base import validate_op_namespace as langgraph_validate_namespace
 
 from langmem_adapters.core.filters import MAX_NESTING, Condition, has_nul, parse_filter
@@ -270,10 +269,13 @@ def validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
     """langgraph's rules for a namespace written to (not empty, no ``"langgraph"`` root, valid
     labels), as ``BaseStore.put`` applies them, raising this package's ``InvalidNamespaceError``."""
     namespace = _namespace(namespace, "namespace")
-    try:
-        langgraph_validate_put_namespace(namespace)
-    except LangGraphNamespaceError as exc:
-        raise InvalidNamespaceError(str(exc)) from None
+    if not namespace:
+        raise InvalidNamespaceError("Namespace cannot be empty.")
+    validate_op_namespace(GetOp(namespace, ""))  # the label rules, through langgraph's public helper
+    if namespace[0] == "langgraph":
+        raise InvalidNamespaceError(
+            f'Root label for namespace cannot be "langgraph". Got: {namespace}'
+        )
     return namespace
 
 

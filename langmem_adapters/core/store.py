@@ -31,7 +31,6 @@ from langgraph.store.base import (
     PutOp,
     Result,
     TTLConfig,
-    _ensure_ttl,
 )
 
 from langmem_adapters.core.bulk import AsyncBulkLoad, SyncBulkLoad
@@ -129,7 +128,9 @@ class _Store(OwnErrors):
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
     ) -> PutOp:
         namespace = validate_namespace(namespace)
-        return PutOp(namespace, str(key), value, index, _ensure_ttl(self.ttl_config, ttl))
+        if isinstance(ttl, NotProvided):  # as BaseStore.put: the configured default
+            ttl = (self.ttl_config or {}).get("default_ttl")
+        return PutOp(namespace, str(key), value, index, ttl)
 
     def _embedder(self, request: Embed) -> Embeddings:
         """The model a request names (an identity probe, a reindex target), else the index's."""

@@ -310,7 +310,7 @@ class AsyncBackgroundManager(_Ledger):
             deadline = self.queue.next_deadline()
             self._wake.clear()
             timeout = None if deadline is None else max(0.0, deadline - loop.time())
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
 
     async def _run(self, key: Hashable, job: Job) -> None:
@@ -344,7 +344,7 @@ class AsyncBackgroundManager(_Ledger):
             left = None if end is None else end - loop.time()
             try:
                 await asyncio.wait_for(self._settled.wait(), left)
-            except TimeoutError:
+            except asyncio.TimeoutError:  # not the builtin before Python 3.11
                 return False
 
     async def ashutdown(self, *, wait: bool = True) -> None:

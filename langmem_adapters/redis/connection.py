@@ -32,9 +32,6 @@ from langmem_adapters.errors import (
 from langmem_adapters.redis.durability import ReplicaWait
 from langmem_adapters.redis.scripts import SCRIPTS, SHA, Call, Round
 
-if HIREDIS_AVAILABLE:  # redis-py writes commands with it then, and so do we
-    import hiredis
-
 __all__ = ["LOST", "AsyncWire", "Wire", "lost", "ours", "pool_limit"]
 
 # Connection lost or refused, timed out, server loading its data (BusyLoadingError is a ConnectionError),
@@ -86,12 +83,28 @@ def _args(call: Call) -> tuple[Any, ...]:
     return ("EVALSHA", SHA[call.script], len(call.keys), *call.keys, *call.args)
 
 
-def _pack(calls: list[Call], encoder: Any) -> bytes:
-    """The commands in RESP, byte for byte as redis-py would write them: with hiredis's C writer
-    where redis-py uses it (hiredis >= 3.2 installed, whatever the encoding), else with ours."""
-    if HIREDIS_AVAILABLE:
-        return b"".join([hiredis.pack_command(_args(call)) for call in calls])
-    return _pack_text(calls, encoder)
+def _packed(conn: Any, calls: list[Call]) -> list[bytes]:
+    """The round's commands in RESP for ``conn.send_packed_command``.
+
+    redis-py's public ``Connection.pack_commands`` writes them, except where our own writer
+    (:func:`_pack_text`) is faster and writes the same bytes: no hiredis (redis-py then packs in pure
+    Python) and a connection whose ``encoder`` names its text encoding. Side by side
+    (``benchmarks/packing.py``: 2,000 puts and gets of a 3-field value on plain Redis 8.2, best of 9
+    interleaved runs, redis-py 8.1 without hiredis, a loaded 2-core machine): a put took 98 us with
+    ours and 127 us with ``pack_commands`` (23% less), 85 / 99 us (15% less) in a second run; a get
+    about the same either way (76 / 73, 62 / 65 us).
+    """
+    encoder = getattr(conn, "encoder", None)
+    if HIREDIS_AVAILABLE or not _names_encoding(encoder):
+        return list(conn.pack_commands([_args(call) for call in calls]))
+    return [_pack_text(calls, encoder)]
+
+
+def _names_encoding(encoder: Any) -> bool:
+    """Whether ``encoder`` says how text is encoded (redis-py's does), so our writer can match it."""
+    return isinstance(getattr(encoder, "encoding", None), str) and isinstance(
+        getattr(encoder, "encoding_errors", None), str
+    )
 
 
 def _pack_text(calls: list[Call], encoder: Any) -> bytes:
@@ -129,9 +142,10 @@ _NAME_REQUIRED: dict[type, bool] = {}
 
 
 def _stale(conn: Any) -> bool:
-    """Whether a kept connection has unread data or a closed socket (as the pool checks on checkout)."""
+    """Whether a kept connection has unread data or a closed socket (as the pool checks on checkout);
+    ``can_read`` connects a disconnected one first, as the next command would."""
     try:
-        return bool(conn._sock is not None and conn.can_read())
+        return bool(conn.can_read())
     except (redis.ConnectionError, OSError):
         return True
 
@@ -237,7 +251,7 @@ class Wire:
     def _send_on(self, conn: Any, request: Round, release: bool) -> list[Any]:
         """Write the round on ``conn`` and read every reply; a failure closes the connection."""
         try:
-            conn.send_packed_command([_pack(request.calls, conn.encoder)])
+            conn.send_packed_command(_packed(conn, request.calls))
             return [_reply(conn) for _ in request.calls]
         except BaseException:
             conn.disconnect()  # replies may be pending: never reuse it

@@ -382,12 +382,16 @@ def test_kept_connection_goes_back_and_small_pools_are_not_held(qe_client: redis
         small.close()
 
 
-def test_commands_are_packed_as_redis_py_packs_them() -> None:
-    """The store sends byte for byte what redis-py would (with hiredis's writer when redis-py uses
-    it), and its own writer matches redis-py's pure-Python one, script calls included."""
+@pytest.mark.parametrize("path", ["ours", "public"])
+def test_commands_are_packed_as_redis_py_packs_them(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both packing paths send byte for byte what redis-py would: its public ``pack_commands``
+    (with hiredis, or a connection without a text encoding) and our own writer (without hiredis),
+    which matches redis-py's pure-Python one for any encoding, script calls included."""
     from redis.connection import PythonRespSerializer
 
-    from langmem_adapters.redis.connection import _args, _pack, _pack_text
+    from langmem_adapters.redis import connection as wire
     from langmem_adapters.redis.scripts import Call
 
     conn = redis.Connection()
@@ -397,12 +401,18 @@ def test_commands_are_packed_as_redis_py_packs_them() -> None:
         Call((b"raw", "x" * 1000, 0)),
         Call((1, "ü", b"\xff"), script="write", keys=("k:{ä}",)),
     ]
-    expected = b"".join(b"".join(conn.pack_command(*_args(c))) for c in calls)
-    assert _pack(calls, conn.encoder) == expected
-    for encoder in (conn.encoder, redis.connection.Encoder("latin-1", "replace", False)):
-        python = PythonRespSerializer(6000, encoder.encode)
-        expected = b"".join(b"".join(python.pack(*_args(c))) for c in calls)
-        assert _pack_text(calls, encoder) == expected
+    expected = b"".join(b"".join(conn.pack_command(*wire._args(c))) for c in calls)
+    monkeypatch.setattr(wire, "HIREDIS_AVAILABLE", path == "public")
+    spy: list[bool] = []
+    public = conn.pack_commands
+    monkeypatch.setattr(conn, "pack_commands", lambda cmds: spy.append(True) or public(cmds))
+    assert b"".join(wire._packed(conn, calls)) == expected
+    assert spy == ([True] if path == "public" else [])
+    if path == "ours":
+        for encoder in (conn.encoder, redis.connection.Encoder("latin-1", "replace", False)):
+            python = PythonRespSerializer(6000, encoder.encode)
+            expected = b"".join(b"".join(python.pack(*wire._args(c))) for c in calls)
+            assert wire._pack_text(calls, encoder) == expected
 
 
 async def test_async_store_from_a_url_is_a_context_manager_and_queues_many_tasks() -> None:

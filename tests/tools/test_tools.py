@@ -24,8 +24,6 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
-from langmem import create_manage_memory_tool as langmem_manage
-from langmem import create_search_memory_tool as langmem_search
 
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory
 from langmem_adapters.tools import (
@@ -46,6 +44,11 @@ UTC = timezone.utc
 TEMPLATE = ("memories", "{user_id}")
 ROOT = ("memories", "u1")
 CONFIG: RunnableConfig = {"configurable": {"user_id": "u1"}}
+
+
+def _langmem() -> Any:
+    """langmem, a test tool on Python >= 3.11 only (its 0.0.30 needs typing.NotRequired)."""
+    return pytest.importorskip("langmem", reason="package missing: langmem")
 
 
 class Ctx(TypedDict, total=False):
@@ -466,7 +469,10 @@ async def test_actions_permitted_limits_the_schema(
 
 def test_tool_names_and_arguments_match_langmem() -> None:
     ours = [create_manage_memory_tool(TEMPLATE), create_search_memory_tool(TEMPLATE)]
-    theirs = [langmem_manage(TEMPLATE), langmem_search(TEMPLATE)]
+    theirs = [
+        _langmem().create_manage_memory_tool(TEMPLATE),
+        _langmem().create_search_memory_tool(TEMPLATE),
+    ]
     for mine, reference in zip(ours, theirs):
         assert mine.name == reference.name
         my_args = mine.tool_call_schema.model_json_schema()["properties"]  # type: ignore[union-attr]
@@ -499,8 +505,8 @@ async def test_langmem_tools_run_unmodified_on_our_stores(
     new_store: AsyncStoreFactory, use_async: bool
 ) -> None:
     store = await new_store(index=hash_index())
-    manage = langmem_manage(("memories", "{langgraph_user_id}"), store=store)
-    search = langmem_search(("memories", "{langgraph_user_id}"), store=store)
+    manage = _langmem().create_manage_memory_tool(("memories", "{langgraph_user_id}"), store=store)
+    search = _langmem().create_search_memory_tool(("memories", "{langgraph_user_id}"), store=store)
     config: RunnableConfig = {"configurable": {"langgraph_user_id": "u1"}}
 
     async def run(tool: BaseTool, args: dict[str, Any]) -> Any:
@@ -519,9 +525,9 @@ async def test_langmem_items_are_readable_and_correctable_by_our_tools(
     new_store: AsyncStoreFactory, use_async: bool
 ) -> None:
     store = await new_store()
-    theirs = langmem_manage(TEMPLATE, store=store)
-    their_profiles = langmem_manage(TEMPLATE, store=store, schema=dict)
-    their_search = langmem_search(TEMPLATE, store=store)
+    theirs = _langmem().create_manage_memory_tool(TEMPLATE, store=store)
+    their_profiles = _langmem().create_manage_memory_tool(TEMPLATE, store=store, schema=dict)
+    their_search = _langmem().create_search_memory_tool(TEMPLATE, store=store)
     manage = create_manage_memory_tool(TEMPLATE, store=store)
     search = create_search_memory_tool(TEMPLATE, store=store)
 
