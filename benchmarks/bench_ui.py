@@ -1,0 +1,192 @@
+"""Benchmark the memory browser's page loads on a large namespace, on the embedded PostgreSQL
+(started in a temporary directory, removed at exit).
+
+One namespace holds ``--n`` items (100,000 by default; loaded with ``bulk_load`` + ``restore``),
+beside 50 small ones. The browser is served by uvicorn on a free loopback port and each page is
+fetched over HTTP (``httpx``), ``--reps`` times after one warm-up; every page is printed with its
+median and p95 and its ratio to the bare store call that page makes (the same call timed directly,
+side by side, in the same run): what the web layer (routing, rendering, HTTP) adds.
+
+Pages: the tree's root level (the store's ``count``, ``list_namespaces`` and a ``count`` per child),
+the first, a middle and the last 100-item page of the large namespace (its ``count``, its first
+level of children, then one ``iter_items`` page by cursor), a filtered search page (the same with
+one ``search``), and one item (a ``get`` + a two-item listing for its expiry).
+
+Examples::
+
+    python benchmarks/bench_ui.py --quick      # CI: 10k items
+    python benchmarks/bench_ui.py              # 100k items (the issue's target: < 200 ms a page)
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import httpx
+import uvicorn
+
+from langmem_adapters.core.records import StoredItem
+from langmem_adapters.postgres import PostgresStore, embedded_dsn
+from langmem_adapters.ui import create_app
+from langmem_adapters.ui.access import PAGE_SIZE, Browser
+from langmem_adapters.ui.server import bind
+
+BIG = ("bench", "big")
+#: The issue's target for a 100-item page of a 100,000-item namespace on the embedded store.
+TARGET_MS = 200.0
+
+
+def records(n: int) -> Iterator[StoredItem]:
+    """``n`` items in the large namespace and 500 in 50 small ones."""
+    now = datetime.now(timezone.utc)
+    for i in range(n):
+        value = {"text": f"memory number {i} about topic {i % 97}", "topic": i % 97, "i": i}
+        yield StoredItem(BIG, f"item-{i:07d}", value, now, now)
+    for j in range(50):
+        for i in range(10):
+            yield StoredItem(("bench", "small", f"ns{j:02d}"), f"k{i}", {"i": i}, now, now)
+
+
+def load(store: PostgresStore, n: int) -> float:
+    """Bulk-load the data; returns the seconds it took."""
+    start = time.perf_counter()
+    with store.bulk_load():
+        chunk: list[StoredItem] = []
+        for record in records(n):
+            chunk.append(record)
+            if len(chunk) == 5000:
+                store.restore(chunk, page_size=1000)
+                chunk = []
+        store.restore(chunk, page_size=1000)
+    return time.perf_counter() - start
+
+
+@dataclass
+class Row:
+    page: str
+    median_ms: float
+    p95_ms: float
+    bare_ms: float
+
+
+def timed(fn: Callable[[], Any], reps: int) -> list[float]:
+    """Milliseconds of ``reps`` calls after one warm-up."""
+    fn()
+    out = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def p95(samples: list[float]) -> float:
+    return sorted(samples)[max(0, round(0.95 * len(samples)) - 1)]
+
+
+def pages(store: PostgresStore, n: int) -> list[tuple[str, str, Callable[[], Any]]]:
+    """(name, URL path, the bare store calls behind it) of every measured page; the bare calls are
+    the browser's own (``Browser``), made directly on another connection."""
+    direct = Browser(store, name="bench")
+    middle = f"item-{n // 2:07d}"
+    last = f"item-{n - PAGE_SIZE - 1:07d}"
+    big = "ns=bench&ns=big"
+
+    def around(read: Callable[[], Any]) -> Callable[[], Any]:
+        """A namespace page's calls: its count, its first level of children, then ``read``."""
+        return lambda: (direct.count(BIG), direct.children(BIG), read())
+
+    return [
+        ("tree (root level)", "/", lambda: (direct.total(), direct.children(()))),
+        ("first page", f"/ns?{big}", around(lambda: direct.items(BIG))),
+        (
+            "middle page",
+            f"/ns?{big}&after_ns=bench.big&after_key={middle}",
+            around(lambda: direct.items(BIG, ("bench.big", middle))),
+        ),
+        (
+            "last page",
+            f"/ns?{big}&after_ns=bench.big&after_key={last}",
+            around(lambda: direct.items(BIG, ("bench.big", last))),
+        ),
+        (
+            "filtered search page",
+            f"/ns?{big}&filter=%7B%22topic%22%3A+5%7D",
+            around(lambda: direct.search(BIG, query=None, filter={"topic": 5})),
+        ),
+        ("one item", f"/item?{big}&key={middle}", lambda: direct.item(BIG, middle)),
+    ]
+
+
+def run(n: int, reps: int) -> list[Row]:
+    work = Path(tempfile.mkdtemp(prefix="langmem-bench-ui-"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
+    with PostgresStore.from_conn_string(embedded_dsn(work / "pg")) as store:
+        store.setup()
+        print(f"loaded {n + 500} items in {load(store, n):.1f} s", flush=True)
+        # The browser gets its own connection, as the ui command opens one.
+        with PostgresStore.from_conn_string(embedded_dsn(work / "pg")) as served:
+            binding = bind()
+            app = create_app(served, name="bench", allowed_hosts=binding.allowed_hosts)
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+            thread = threading.Thread(target=server.run, kwargs={"sockets": [binding.sock]})
+            thread.start()
+            rows = []
+            try:
+                with httpx.Client(base_url=binding.url.rstrip("/")) as client:
+                    for name, path, bare in pages(store, n):
+
+                        def fetch(path: str = path) -> None:
+                            response = client.get(path)
+                            response.raise_for_status()
+                            assert "item" in response.text
+
+                        http = timed(fetch, reps)
+                        direct = timed(bare, reps)
+                        rows.append(
+                            Row(name, statistics.median(http), p95(http), statistics.median(direct))
+                        )
+            finally:
+                server.should_exit = True
+                thread.join()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="items in the large namespace")
+    parser.add_argument("--reps", type=int, default=30, help="fetches per page")
+    parser.add_argument("--quick", action="store_true", help="10k items, 10 fetches a page (CI)")
+    args = parser.parse_args()
+    n, reps = (10_000, 10) if args.quick else (args.n, args.reps)
+    rows = run(n, reps)
+    print(f"\nmemory browser page loads over HTTP, {n:,}-item namespace, {PAGE_SIZE} items a page")
+    print(f"{'page':<22}{'median ms':>11}{'p95 ms':>9}{'bare store ms':>15}{'page/bare':>11}")
+    for r in rows:
+        print(
+            f"{r.page:<22}{r.median_ms:>11.1f}{r.p95_ms:>9.1f}{r.bare_ms:>15.1f}"
+            f"{r.median_ms / r.bare_ms:>10.1f}x"
+        )
+    worst = max(r.p95_ms for r in rows if "page" in r.page)
+    verdict = "meets" if worst < TARGET_MS else "MISSES"
+    print(f"slowest 100-item page p95: {worst:.1f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
+
+
+if __name__ == "__main__":
+    main()
