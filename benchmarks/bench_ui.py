@@ -8,9 +8,12 @@ median and p95 and its ratio to the bare store call that page makes (the same ca
 side by side, in the same run): what the web layer (routing, rendering, HTTP) adds.
 
 Pages: the tree's root level (the store's ``count``, ``list_namespaces`` and a ``count`` per child),
-the first, a middle and the last 100-item page of the large namespace (its ``count``, its first
-level of children, then one ``iter_items`` page by cursor), a filtered search page (the same with
-one ``search``), and one item (a ``get`` + a two-item listing for its expiry).
+the first, a middle and the last 100-item page of the large namespace (one ``iter_items`` page by
+cursor each), a filtered search page (one ``search``), one item (a ``get`` + a two-item listing for
+its expiry), and the namespace's count, which its page fetches after loading (one ``count``).
+
+The load is followed by ``ANALYZE``, as autovacuum does within a minute of a load this size: before
+it, the planner has no statistics of the new rows and the first page took ~100 ms instead of ~2.
 
 Examples::
 
@@ -39,6 +42,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import httpx
+import psycopg
 import uvicorn
 
 from langmem_adapters.core.records import StoredItem
@@ -108,29 +112,26 @@ def pages(store: PostgresStore, n: int) -> list[tuple[str, str, Callable[[], Any
     last = f"item-{n - PAGE_SIZE - 1:07d}"
     big = "ns=bench&ns=big"
 
-    def around(read: Callable[[], Any]) -> Callable[[], Any]:
-        """A namespace page's calls: its count, its first level of children, then ``read``."""
-        return lambda: (direct.count(BIG), direct.children(BIG), read())
-
     return [
         ("tree (root level)", "/", lambda: (direct.total(), direct.children(()))),
-        ("first page", f"/ns?{big}", around(lambda: direct.items(BIG))),
+        ("first page", f"/ns?{big}", lambda: direct.items(BIG)),
         (
             "middle page",
             f"/ns?{big}&after_ns=bench.big&after_key={middle}",
-            around(lambda: direct.items(BIG, ("bench.big", middle))),
+            lambda: direct.items(BIG, ("bench.big", middle)),
         ),
         (
             "last page",
             f"/ns?{big}&after_ns=bench.big&after_key={last}",
-            around(lambda: direct.items(BIG, ("bench.big", last))),
+            lambda: direct.items(BIG, ("bench.big", last)),
         ),
         (
             "filtered search page",
             f"/ns?{big}&filter=%7B%22topic%22%3A+5%7D",
-            around(lambda: direct.search(BIG, query=None, filter={"topic": 5})),
+            lambda: direct.search(BIG, query=None, filter={"topic": 5}),
         ),
         ("one item", f"/item?{big}&key={middle}", lambda: direct.item(BIG, middle)),
+        ("namespace count", f"/count?{big}", lambda: direct.count(BIG)),
     ]
 
 
@@ -140,6 +141,8 @@ def run(n: int, reps: int) -> list[Row]:
     with PostgresStore.from_conn_string(embedded_dsn(work / "pg")) as store:
         store.setup()
         print(f"loaded {n + 500} items in {load(store, n):.1f} s", flush=True)
+        with psycopg.connect(embedded_dsn(work / "pg"), autocommit=True) as conn:
+            conn.execute("ANALYZE")
         # The browser gets its own connection, as the ui command opens one.
         with PostgresStore.from_conn_string(embedded_dsn(work / "pg")) as served:
             binding = bind()
@@ -155,7 +158,7 @@ def run(n: int, reps: int) -> list[Row]:
                         def fetch(path: str = path) -> None:
                             response = client.get(path)
                             response.raise_for_status()
-                            assert "item" in response.text
+                            assert response.text
 
                         http = timed(fetch, reps)
                         direct = timed(bare, reps)
@@ -183,7 +186,7 @@ def main() -> None:
             f"{r.page:<22}{r.median_ms:>11.1f}{r.p95_ms:>9.1f}{r.bare_ms:>15.1f}"
             f"{r.median_ms / r.bare_ms:>10.1f}x"
         )
-    worst = max(r.p95_ms for r in rows if "page" in r.page)
+    worst = max(r.p95_ms for r in rows if r.page.endswith("page"))
     verdict = "meets" if worst < TARGET_MS else "MISSES"
     print(f"slowest 100-item page p95: {worst:.1f} ms ({verdict} the {TARGET_MS:.0f} ms target)")
 

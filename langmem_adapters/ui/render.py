@@ -33,6 +33,11 @@ def tree_url(namespace: Sequence[str], **extra: Any) -> str:
     return f"/tree?{_params(namespace, extra)}"
 
 
+def count_url(namespace: Sequence[str]) -> str:
+    """How many items lie at or below a namespace (plain text)."""
+    return f"/count?{_params(namespace, {})}"
+
+
 def item_url(namespace: Sequence[str], key: str, **extra: Any) -> str:
     """The page of one item."""
     return f"/item?{_params(namespace, {'key': key, **extra})}"
@@ -69,6 +74,7 @@ _env = Environment(
 _env.globals.update(
     namespace_url=namespace_url,
     tree_url=tree_url,
+    count_url=count_url,
     item_url=item_url,
     confirm_url=confirm_url,
     when=when,

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -109,8 +109,16 @@ class Pages:
             return self._error(exc)
         return self._page("tree.html", prefix=_namespace(request), children=children)
 
+    def count(self, request: Request) -> Response:
+        """How many live items lie at or below a namespace, as plain text (fetched by the page)."""
+        try:
+            return PlainTextResponse(str(self.browser.count(_namespace(request))))
+        except (LangmemAdaptersError, ValueError) as exc:
+            return PlainTextResponse(first_line(exc), status_code=400)
+
     def namespace(self, request: Request) -> Response:
-        """A page of a namespace's items: listed by key, or a search by query and filter."""
+        """A page of a namespace's items: listed by key, or a search by query and filter; one
+        store call (the count and the sub-namespaces are fetched by the page afterwards)."""
         params = request.query_params
         query, filter_text = params.get("q", ""), params.get("filter", "")
         view = params.get("view", "")
@@ -122,8 +130,6 @@ class Pages:
                 "filter_text": filter_text,
                 "view": view,
             }
-            context["count"] = self.browser.count(ns)
-            context["children"] = self.browser.children(ns)
             if query or filter_text.strip() or view == "timeline":
                 found = self.browser.search(
                     ns, query=query or None, filter=_filter(filter_text), offset=_offset(request)
@@ -235,6 +241,7 @@ def create_app(
         Route("/", pages.index),
         Route("/tree", pages.tree),
         Route("/ns", pages.namespace),
+        Route("/count", pages.count),
         Route("/item", pages.item),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
     ]

@@ -80,6 +80,7 @@ def test_tree_search_history_and_delete(browser: Any, seeded: SeededStore, shots
         page.screenshot(path=str(shots / "ui-tree.png"))
 
         page.locator("a.ns-link:text-is('semantic')").click()
+        expect(page.locator("h1 .count")).to_have_text("3 item(s)")  # fetched after the page
         page.get_by_label("query").fill("green tea")
         page.get_by_role("button", name="search").click()
         expect(page.locator("th", has_text="score")).to_be_visible()

@@ -42,6 +42,13 @@ def test_tree_lists_namespaces_with_counts(seeded: SeededStore) -> None:
         assert re.search(rf">{label}</a> <span class=\"count\">{count}</span>", below), label
 
 
+def test_count_is_its_own_request(seeded: SeededStore) -> None:
+    client = _client(seeded)
+    assert client.get("/count", params=_ns(*ROOT)).text == "10"
+    assert client.get("/count", params=_ns("acme", "nothing")).text == "0"
+    assert client.get("/count", params=[("ns", "")]).status_code == 400
+
+
 def test_items_page_shows_keys_times_and_ttl(seeded: SeededStore) -> None:
     page = _client(seeded).get("/ns", params=_ns("acme", "sessions")).text
     assert page.count("session-") >= 3

@@ -1,3 +1,11 @@
+// A namespace's item count is fetched after its page has loaded (counting a large namespace costs
+// more than the page of items itself).
+for (const node of document.querySelectorAll("[data-count-src]")) {
+  fetch(node.dataset.countSrc, { credentials: "same-origin" })
+    .then((response) => (response.ok ? response.text() : ""))
+    .then((text) => { if (text) node.textContent = `${text} item(s)`; });
+}
+
 // The namespace tree opens lazily: a node fetches its children (server-rendered, escaped HTML)
 // the first time it is opened. Without JavaScript every node is still a link to its page.
 document.addEventListener("toggle", (event) => {
