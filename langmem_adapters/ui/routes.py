@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -213,9 +214,9 @@ class Pages:
             if not ns or not all(ns):
                 raise InvalidArgumentError("a delete needs a namespace with non-empty labels")
             if isinstance(key, str):
-                self.browser.delete_item(ns, key)
+                await run_in_threadpool(self.browser.delete_item, ns, key)
                 return RedirectResponse(namespace_url(ns, deleted=f"item {key}"), 303)
-            n = self.browser.delete_namespace(ns)
+            n = await run_in_threadpool(self.browser.delete_namespace, ns)
         except (LangmemAdaptersError, ValueError) as exc:
             return self._error(exc)
         gone = f"namespace {'.'.join(ns)} ({n} items)"

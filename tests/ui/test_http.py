@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,16 @@ def test_search_by_query_shows_scores_and_filter_narrows(seeded: SeededStore) ->
     assert "Lives in Berlin" in filtered and "Lives in Paris" not in filtered
     bad = client.get("/ns", params=[*_ns(*ROOT), ("filter", "{oops")])
     assert bad.status_code == 400 and "not valid JSON" in bad.text
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis-qe", "redis-plain"])
+def test_a_query_without_an_index_lists_matches_unranked(make_store: Any) -> None:
+    store = make_store()
+    store.put(("a",), "k", {"text": "hello"})
+    page = _client(SeededStore(store, None)).get("/ns", params=[*_ns("a"), ("q", "hello")])  # type: ignore[arg-type]
+    assert page.status_code == 200
+    assert "no index: unranked" in page.text and "<th>score</th>" not in page.text
+    assert ">k</a>" in page.text
 
 
 def test_paging_is_by_cursor_and_complete(seeded: SeededStore) -> None:
