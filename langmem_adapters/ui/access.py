@@ -1,7 +1,7 @@
-"""The browser's reads and writes: each page of the UI is one bounded call of the store's public API
-(``list_namespaces``, ``count``, ``iter_items``, ``search``, ``get``, ``delete``,
-``delete_namespace``), made under one lock so a store on a single connection is never shared by
-two request threads at once."""
+"""The browser's reads and writes, each a bounded call of the store's public API (``list_namespaces``,
+``count``, ``iter_items``, ``search``, ``get``, ``delete``, ``delete_namespace``): a page of items is
+one call, never a whole namespace. Calls are made under one lock, so a store on a single connection
+is never shared by two request threads at once."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def _just_before(key: str) -> str:
 
 
 class Browser:
-    """A store as the UI reads and writes it: one lock, one bounded store call per page."""
+    """A store as the UI reads and writes it: one lock, bounded store calls."""
 
     def __init__(self, store: SyncStore | AsyncStore, *, name: str) -> None:
         self.store = store

@@ -132,8 +132,11 @@ class Pages:
                 "view": view,
             }
             if query or filter_text.strip() or view == "timeline":
+                filter_ = _filter(filter_text)
+                if view == "timeline":
+                    filter_ = {**(filter_ or {}), "kind": "episode"}
                 found = self.browser.search(
-                    ns, query=query or None, filter=_filter(filter_text), offset=_offset(request)
+                    ns, query=query or None, filter=filter_, offset=_offset(request)
                 )
                 context["hits"] = found
                 if view == "timeline":

@@ -117,9 +117,7 @@ class VersionDiff:
 def _diff(before: str, after: str) -> list[DiffLine]:
     lines = difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=2)
     out = []
-    for line in lines:
-        if line.startswith(("---", "+++")):
-            continue
+    for line in list(lines)[2:]:  # after the "---" / "+++" file headers
         sign = "@" if line.startswith("@@") else line[:1]
         out.append(DiffLine(sign, line if sign == "@" else line[1:]))
     return out
