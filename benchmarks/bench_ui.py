@@ -9,8 +9,9 @@ side by side, in the same run): what the web layer (routing, rendering, HTTP) ad
 
 Pages: the tree's root level (the store's ``count``, ``list_namespaces`` and a ``count`` per child),
 the first, a middle and the last 100-item page of the large namespace (one ``iter_items`` page by
-cursor each), a filtered search page (one ``search``), one item (a ``get`` + a two-item listing for
-its expiry), and the namespace's count, which its page fetches after loading (one ``count``).
+cursor each), a newest-first page and a filtered search page (one ``search`` each), one item (a
+``get``), and what the pages fetch once loaded: the item's expiry (a two-item listing) and the
+namespace's count (one ``count``).
 
 The load is followed by ``ANALYZE``, as autovacuum does within a minute of a load this size: before
 it, the planner has no statistics of the new rows and the first page took ~100 ms instead of ~2.
@@ -131,7 +132,13 @@ def pages(store: Any, n: int) -> list[tuple[str, str, Callable[[], Any]]]:
             f"/ns?{big}&filter=%7B%22topic%22%3A+5%7D",
             lambda: direct.search(BIG, query=None, filter={"topic": 5}),
         ),
+        (
+            "newest-first page",
+            f"/ns?{big}&view=newest",
+            lambda: direct.search(BIG, query=None, filter=None),
+        ),
         ("one item", f"/item?{big}&key={middle}", lambda: direct.item(BIG, middle)),
+        ("item expiry", f"/expiry?{big}&key={middle}", lambda: direct.stored(BIG, middle)),
         ("namespace count", f"/count?{big}", lambda: direct.count(BIG)),
     ]
 

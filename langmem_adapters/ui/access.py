@@ -19,7 +19,7 @@ from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import AsyncStore, SyncStore
 from langmem_adapters.memory.ranking import hybrid_of
 
-__all__ = ["Browser", "ItemDetail", "ItemsPage", "NamespaceNode", "SearchPage"]
+__all__ = ["Browser", "ChildrenPage", "ItemsPage", "NamespaceNode", "SearchPage"]
 
 #: Items on one page of a namespace, and children on one level of the tree.
 PAGE_SIZE = 100
@@ -56,14 +56,6 @@ class SearchPage:
 
     hits: list[SearchItem]
     next_offset: int | None
-
-
-@dataclass(frozen=True)
-class ItemDetail:
-    """One item: what ``get`` returns, and its expiry and TTL when the listing could read them."""
-
-    item: Item
-    stored: StoredItem | None
 
 
 def _just_before(key: str) -> str:
@@ -155,17 +147,19 @@ class Browser:
         more = len(hits) > PAGE_SIZE
         return SearchPage(hits[:PAGE_SIZE], offset + PAGE_SIZE if more else None)
 
-    def item(self, namespace: tuple[str, ...], key: str) -> ItemDetail | None:
-        """The item at ``namespace``/``key`` (``None`` if absent) with its expiry: a ``get`` and a
-        two-item listing page that starts just before the key."""
+    def item(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        """The item at ``namespace``/``key`` (``None`` if absent), read without refreshing its TTL."""
         with self._lock:
-            item = self.store.get(namespace, key, refresh_ttl=False)
-            if item is None:
-                return None
-            after = (nsp.join(namespace), _just_before(key))
-            near = islice(self.store.iter_items(namespace, page_size=2, after=after), 2)
-            stored = next((s for s in near if s.namespace == namespace and s.key == key), None)
-        return ItemDetail(item, stored)
+            return self.store.get(namespace, key, refresh_ttl=False)
+
+    def stored(self, namespace: tuple[str, ...], key: str) -> StoredItem | None:
+        """The item with its expiry and TTL (which ``get`` does not return): a two-item listing page
+        starting just before its key. On Redis a listing page reads the namespace's keys, so the
+        item's page fetches this after it has loaded."""
+        after = (nsp.join(namespace), _just_before(key))
+        with self._lock:
+            near = list(islice(self.store.iter_items(namespace, page_size=2, after=after), 2))
+        return next((s for s in near if s.namespace == namespace and s.key == key), None)
 
     def namespaces_below(self, prefix: tuple[str, ...], limit: int) -> list[tuple[str, ...]]:
         """Up to ``limit`` namespaces at or below ``prefix`` (for a delete confirmation)."""

@@ -38,6 +38,11 @@ def count_url(namespace: Sequence[str]) -> str:
     return f"/count?{_params(namespace, {})}"
 
 
+def expiry_url(namespace: Sequence[str], key: str) -> str:
+    """An item's expiry and TTL (plain text)."""
+    return f"/expiry?{_params(namespace, {'key': key})}"
+
+
 def item_url(namespace: Sequence[str], key: str, **extra: Any) -> str:
     """The page of one item."""
     return f"/item?{_params(namespace, {'key': key, **extra})}"
@@ -75,6 +80,7 @@ _env.globals.update(
     namespace_url=namespace_url,
     tree_url=tree_url,
     count_url=count_url,
+    expiry_url=expiry_url,
     item_url=item_url,
     confirm_url=confirm_url,
     when=when,

@@ -22,7 +22,7 @@ from langmem_adapters.core.store import AsyncStore, SyncStore
 from langmem_adapters.errors import InvalidArgumentError, LangmemAdaptersError, first_line
 from langmem_adapters.memory.episodic import episode_from
 from langmem_adapters.ui.access import PAGE_SIZE, Browser
-from langmem_adapters.ui.render import namespace_url, page
+from langmem_adapters.ui.render import namespace_url, page, when
 from langmem_adapters.ui.security import Guard
 from langmem_adapters.ui.tiers import episode_timeline, fact_lineage, tier_of, version_history
 
@@ -117,6 +117,17 @@ class Pages:
         except (LangmemAdaptersError, ValueError) as exc:
             return PlainTextResponse(first_line(exc), status_code=400)
 
+    def expiry(self, request: Request) -> Response:
+        """An item's expiry and TTL, as plain text (fetched by the item's page)."""
+        try:
+            stored = self.browser.stored(_namespace(request), request.query_params.get("key", ""))
+        except (LangmemAdaptersError, ValueError) as exc:
+            return PlainTextResponse(first_line(exc), status_code=400)
+        if stored is None:
+            return PlainTextResponse("unknown", status_code=404)
+        ttl = f" (TTL {stored.ttl_minutes:g} min)" if stored.ttl_minutes is not None else ""
+        return PlainTextResponse((when(stored.expires_at) if stored.expires_at else "never") + ttl)
+
     def namespace(self, request: Request) -> Response:
         """A page of a namespace's items: listed by key, or a search by query and filter; one
         store call (the count and the sub-namespaces are fetched by the page afterwards)."""
@@ -131,7 +142,7 @@ class Pages:
                 "filter_text": filter_text,
                 "view": view,
             }
-            if query or filter_text.strip() or view == "timeline":
+            if query or filter_text.strip() or view in ("timeline", "newest"):
                 filter_ = _filter(filter_text)
                 if view == "timeline":
                     filter_ = {**(filter_ or {}), "kind": "episode"}
@@ -159,22 +170,22 @@ class Pages:
         params = request.query_params
         try:
             ns, key = _namespace(request), params.get("key", "")
-            detail = self.browser.item(ns, key)
-            if detail is None:
+            item = self.browser.item(ns, key)
+            if item is None:
                 return self._page("error.html", 404, message=f"no item {key!r} in {'.'.join(ns)}")
-            context: dict[str, Any] = {"ns": ns, "key": key, "detail": detail}
-            tier = tier_of(ns, detail.item.value)
+            context: dict[str, Any] = {"ns": ns, "key": key, "item": item}
+            tier = tier_of(ns, item.value)
             context["tier"] = tier
             context["as_of_text"] = params.get("as_of", "")
             with self.browser.locked() as store:
                 if tier == "fact":
                     context["lineage"] = fact_lineage(
-                        store, ns, detail.item.value["id"], _as_of(params.get("as_of", ""))
+                        store, ns, item.value["id"], _as_of(params.get("as_of", ""))
                     )
                 elif tier == "episode":
-                    context["episode"] = episode_from(detail.item.value)
+                    context["episode"] = episode_from(item.value)
                 elif tier == "version":
-                    context["versions"] = version_history(store, ns, detail.item.value["name"])
+                    context["versions"] = version_history(store, ns, item.value["name"])
         except (LangmemAdaptersError, ValueError, TypeError) as exc:
             return self._error(exc)
         return self._page("item.html", **context)
@@ -247,6 +258,7 @@ def create_app(
         Route("/ns", pages.namespace),
         Route("/count", pages.count),
         Route("/item", pages.item),
+        Route("/expiry", pages.expiry),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
     ]
     if not read_only:

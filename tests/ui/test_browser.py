@@ -102,6 +102,7 @@ def test_tree_search_history_and_delete(browser: Any, seeded: SeededStore, shots
 
         page.goto(f"{url}/ns?ns=acme&ns=sessions")
         page.get_by_role("link", name="session-0").click()
+        expect(page.locator("dd.expiry")).to_contain_text("TTL 90 min")  # fetched after the page
         page.get_by_role("link", name="delete item…").click()
         expect(page.locator("strong.what")).to_have_text("session-0")
         page.screenshot(path=str(shots / "ui-confirm.png"))

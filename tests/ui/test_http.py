@@ -55,6 +55,12 @@ def test_items_page_shows_keys_times_and_ttl(seeded: SeededStore) -> None:
     assert page.count("session-") >= 3
     assert "90 min" in page  # the TTL column
     assert page.count("UTC") >= 9  # created, updated and expiry of each item
+    expiry = _client(seeded).get("/expiry", params=[*_ns("acme", "sessions"), ("key", "session-0")])
+    assert "UTC" in expiry.text and "(TTL 90 min)" in expiry.text
+    never = _client(seeded).get("/expiry", params=[*_ns("acme", "user-7", "notes"), ("key", "n1")])
+    assert never.text == "never"
+    newest = _client(seeded).get("/ns", params=[*_ns("acme", "sessions"), ("view", "newest")]).text
+    assert newest.count("session-") >= 3
 
 
 def test_search_by_query_shows_scores_and_filter_narrows(seeded: SeededStore) -> None:

@@ -6,6 +6,13 @@ for (const node of document.querySelectorAll("[data-count-src]")) {
     .then((text) => { if (text) node.textContent = `${text} item(s)`; });
 }
 
+// An item's expiry and TTL, likewise (on Redis reading them lists the namespace's keys).
+for (const node of document.querySelectorAll("[data-fill-src]")) {
+  fetch(node.dataset.fillSrc, { credentials: "same-origin" })
+    .then((response) => response.text())
+    .then((text) => { node.textContent = text; });
+}
+
 // The namespace tree opens lazily: a node fetches its children (server-rendered, escaped HTML)
 // the first time it is opened. Without JavaScript every node is still a link to its page.
 document.addEventListener("toggle", (event) => {
