@@ -152,7 +152,7 @@ def measure(store: Any, served: Any, n: int, reps: int) -> list[Row]:
     thread.start()
     rows = []
     try:
-        with httpx.Client(base_url=binding.url.rstrip("/")) as client:
+        with httpx.Client(base_url=binding.url.rstrip("/"), timeout=120) as client:
             for name, path, bare in pages(store, n):
 
                 def fetch(path: str = path) -> None:
