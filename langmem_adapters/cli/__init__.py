@@ -9,6 +9,7 @@ Sub-commands:
 - ``migrate --from URL --to URL``: copy everything between stores, resumably, re-embedding for the
   target's index; also reads the official LangGraph Postgres and Redis stores' data.
 - ``sweep URL``: delete expired items now and report how many went.
+- ``ui [URL]``: a local web page to browse, search and (unless ``--read-only``) delete memories.
 
 URLs: ``postgresql://`` / ``postgres://`` (this package's ``PostgresStore``; add
 ``?table_prefix=NAME`` for a store made with another ``table_prefix``), ``redis://`` / ``rediss://`` /

@@ -50,6 +50,7 @@ __all__ = [
     "cmd_purge",
     "cmd_reindex",
     "cmd_sweep",
+    "cmd_ui",
 ]
 
 
@@ -412,3 +413,43 @@ def _check_mcp_user(
         namespaces.root(args.user)
     except ToolFailure as exc:
         raise CLIError(str(exc), USAGE) from None
+
+
+# --------------------------------------------------------------------------- ui
+
+
+def cmd_ui(args: argparse.Namespace, ctx: Ctx) -> int:
+    """Serve the memory browser over a store until interrupted; prints its URL, opens nothing."""
+    try:
+        from langmem_adapters.ui import serve
+    except ImportError as exc:
+        raise CLIError(
+            f"the ui needs the [ui] extra (pip install 'langmem-adapters[ui]'): {exc}"
+        ) from None
+    location = parse_location(args.url)
+    index = parse_embed(args.embed, parse_fields(args.fields))
+    if args.hybrid:
+        if index is None:
+            raise CLIError("--hybrid needs --embed (the vector half of the ranking)", USAGE)
+        index["hybrid"] = True
+    if not 0 <= args.port <= 65535:
+        raise CLIError(f"--port must be 0..65535, got {args.port}", USAGE)
+    with open_store(location, index) as store:
+
+        def announce(url: str) -> None:
+            ctx.out.print(url, highlight=False, markup=False, soft_wrap=True)
+            mode = "read-only" if args.read_only else "deletes allowed, each confirmed"
+            ctx.note(f"memory browser over {escape(location.display)} ({mode}); Ctrl+C stops it")
+
+        try:
+            serve(
+                store,
+                name=location.display,
+                host=args.host,
+                port=args.port,
+                read_only=args.read_only,
+                announce=announce,
+            )
+        except OSError as exc:
+            raise CLIError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    return 0

@@ -22,6 +22,7 @@ from langmem_adapters.cli.commands import (
     cmd_purge,
     cmd_reindex,
     cmd_sweep,
+    cmd_ui,
 )
 from langmem_adapters.cli.options import FAILURE, PAGE, USAGE, first_line
 from langmem_adapters.cli.render import Ctx
@@ -51,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line: ``langmem-adapters [-q] COMMAND ...``."""
     parser = _Parser(
         prog="langmem-adapters",
-        description="Long-term memory stores for LangGraph: demo, inspect, export/import, migrate, sweep.",
+        description="Long-term memory stores for LangGraph: demo, inspect, export/import, migrate, sweep, "
+        "purge, reindex, ui.",
         epilog="URLs: postgresql://..., redis://..., embedded[:PATH]; migrate/export also read "
         "official+postgresql://... and official+redis://... (the official LangGraph stores' data).",
     )
@@ -150,6 +152,24 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--json", action="store_true", help="machine-readable output")
     reindex.set_defaults(func=cmd_reindex)
     _add_mcp(sub)
+
+    ui = sub.add_parser(
+        "ui", help="browse a store in a local web page (prints its URL; needs the [ui] extra)"
+    )
+    ui.add_argument("url", nargs="?", default="embedded", help="store URL (default: embedded)")
+    ui.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other requires the printed token)",
+    )
+    ui.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    ui.add_argument("--read-only", action="store_true", help="no deletes: every write is removed")
+    ui.add_argument("--embed", help="embedder the items were indexed with, for ranked search")
+    ui.add_argument("--fields", help="comma-separated value paths the index embeds")
+    ui.add_argument(
+        "--hybrid", action="store_true", help="rank searches by lexical + vector fusion"
+    )
+    ui.set_defaults(func=cmd_ui)
     return parser
 
 

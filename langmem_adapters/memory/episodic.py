@@ -53,7 +53,7 @@ from langmem_adapters.memory.records import Attribution, MemoryRecord, stored_fi
 from langmem_adapters.memory.tier import MemoryTier, done, search_ranked
 from langmem_adapters.memory.times import fmt_time, from_ms, to_ms, utc_now
 
-__all__ = ["Episode", "EpisodicMemory", "blended_score"]
+__all__ = ["Episode", "EpisodicMemory", "blended_score", "episode_from"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +88,8 @@ def _text(episode: Episode) -> str:
     return episode.text
 
 
-def _episode_from(value: Mapping[str, Any]) -> Episode:
+def episode_from(value: Mapping[str, Any]) -> Episode:
+    """The episode stored as ``value`` (an ``episodic`` namespace's record)."""
     return Episode(
         **stored_fields(value),
         occurred_at=from_ms(value["occurred_at_ms"]),
@@ -164,7 +165,7 @@ class EpisodicMemory(MemoryTier):
             "metadata": check_metadata(metadata),
         }
         yield from call(self.store, "put", self._ns, key, value, ["text"])
-        return _episode_from(value)
+        return episode_from(value)
 
     def _get(self, episode_id: str) -> Flow[Episode | None]:
         if not isinstance(episode_id, str):
@@ -172,7 +173,7 @@ class EpisodicMemory(MemoryTier):
         item = yield from call(self.store, "get", self._ns, episode_id)
         if item is None or item.value.get("kind") != "episode":
             return None
-        return _episode_from(item.value)
+        return episode_from(item.value)
 
     def _recall(
         self,
@@ -225,7 +226,7 @@ class EpisodicMemory(MemoryTier):
             page_size=pool if query is not None else 200,
             wanted=pool,
             select=lambda items: done(
-                [(_episode_from(i.value), i.score) for i in items if keep(i)]
+                [(episode_from(i.value), i.score) for i in items if keep(i)]
             ),
         )
         if query is None:
