@@ -129,12 +129,15 @@ def lexical_search(
         f"WHERE s.selects AND {ns_sql}), "
         "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT f.ns, f.key, "
         "w.i, w.w FROM found f JOIN terms w ON f.tsv @@ w.q) m GROUP BY m.ns, m.key) "
-        # Each hit's item by its primary key ("OFFSET 0" keeps the lookup a nested loop: the kept
-        # generic plan would otherwise hash-join the hits with a scan of every item).
-        f"SELECT s.*, h.score FROM hits h "
+        # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
+        # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
+        # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
+        # items of the other hits, hundreds where a query's words are ordinary, are not read).
+        f"SELECT * FROM (SELECT s.*, h.score FROM (SELECT * FROM hits "
+        "ORDER BY score DESC, ns, key) h "
         f"CROSS JOIN LATERAL (SELECT {ITEM_COLUMNS.format(a='i')} FROM {t.store} i "
         f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s "
-        f"ORDER BY h.score DESC, s.ns, s.key LIMIT {int(candidates)}",
+        f"LIMIT {int(candidates)}) r ORDER BY r.score DESC, r.ns, r.key",
         [
             page,
             hybrid.rare_share,
