@@ -121,12 +121,16 @@ def lexical_search(
     idf = "ln(1 + (greatest(z.n, u.df) - u.df + 0.5) / (u.df + 0.5))"
     return Statement(
         f"WITH size AS MATERIALIZED ({size}), "
+        # counted once (a subquery would be inlined, and the count run for every use of df)
+        f"counted AS MATERIALIZED (SELECT u.i, u.q, {frequency}::float8 AS df "
+        f"FROM ({lexemes}) u, size z), "
         f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {idf} AS w "
-        f"FROM (SELECT u.i, u.q, {frequency}::float8 AS df FROM ({lexemes}) u, size z) u, "
-        "size z WHERE u.df > 0), "
-        # the rows holding a selecting (less common) word, each scored by every word it holds
-        f"found AS (SELECT DISTINCT v.ns, v.key, v.tsv FROM terms s JOIN {vt} v ON v.tsv @@ s.q "
-        f"WHERE s.selects AND {ns_sql}), "
+        "FROM counted u, size z WHERE u.df > 0), "
+        # the rows holding a selecting (less common) word (one index scan of the words OR-ed: no
+        # row twice), each scored by every word it holds
+        f"found AS (SELECT v.ns, v.key, v.tsv FROM {vt} v WHERE v.tsv @@ (SELECT "
+        "string_agg(s.q::text, ' | ')::tsquery FROM terms s WHERE s.selects) "
+        f"AND {ns_sql}), "
         "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT f.ns, f.key, "
         "w.i, w.w FROM found f JOIN terms w ON f.tsv @@ w.q) m GROUP BY m.ns, m.key) "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
