@@ -142,8 +142,9 @@ class Lexical:
         return fused(self.hybrid, vector, lexical)[self.op.offset : self.op.offset + self.op.limit]
 
     def run(self, reply: Any) -> Generator[Round, list[Any], list[tuple[Record, float]]]:
-        """The ranking with each BM25 score (best first, ties by namespace and key), widened while conditions checked
-        here leave fewer than the candidates wanted and the server has more."""
+        """The ranking with each BM25 score (best first, ties by namespace and key), widened
+        while conditions checked here leave fewer than the candidates wanted and the server has
+        more."""
         window = self.want
         while True:
             hits, rows, counts, size = load_json(reply)
@@ -205,8 +206,7 @@ def plain_hybrid(
     the page's nearest and of the candidates BM25 ranks first for the query's words, among the
     records holding one of its rare words. Which words are rare (``HybridSpec.rare``: they select
     the candidates, the other words only add to their scores) and their weights are judged by the
-    collection's
-    ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
+    collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
     namespace of 32 memories the page term let words a third of them hold count. Ties by
     namespace and key."""
     docs = [texts.get(_key(r), []) for r in records]
