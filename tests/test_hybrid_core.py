@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from langmem_adapters import HashEmbeddings
-from langmem_adapters.core.hybrid import RRF_K, HybridSpec, fuse, words
+from langmem_adapters.core.hybrid import RRF_K, HybridSpec, fuse, query_words, words
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -30,7 +30,7 @@ def test_option_forms() -> None:
         {"lexical_weight": float("nan")},
         {"vector_weight": -1},
         {"text_config": "simple; DROP TABLE x"},
-        {"fusion": "rrf"},
+        {"fusion": "max"},
     ],
 )
 def test_bad_options_name_the_problem(option: dict[str, object]) -> None:
@@ -57,25 +57,60 @@ def test_words_keep_only_word_characters() -> None:
     assert words("Straße ÉTÉ") == ["strasse", "été"]
 
 
-def test_fuse_is_reciprocal_rank_fusion() -> None:
+def test_fuse_is_relative_score_fusion_by_default() -> None:
     spec = HybridSpec()
-    fused = dict(fuse(["a", "b", "c"], ["c", "d"], spec))
+    # each side min-max scaled over what it returned, the weighted mean of the two
+    fused = dict(fuse([("a", 0.9), ("b", 0.8), ("c", 0.5)], [("c", 12.0), ("d", 2.0)], spec))
+    assert fused["a"] == pytest.approx(0.5)
+    assert fused["b"] == pytest.approx(0.5 * 0.75)
+    assert fused["c"] == pytest.approx(0.5)  # last of the vector side (0), first lexical (1)
+    assert fused["d"] == pytest.approx(0.0)
+    # a lexical score far above the rest keeps its distance: "c" beats "a"
+    vector = [("a", 0.9), ("c", 0.88), ("b", 0.5)]
+    order = [k for k, _ in fuse(vector, [("c", 9.0), ("d", 1.0)], spec)]
+    assert order == ["c", "a", "b", "d"]
+
+
+def test_fuse_rrf_is_reciprocal_rank_fusion() -> None:
+    spec = HybridSpec(fusion="rrf")
+    ranked = fuse([("a", 0.9), ("b", 0.8), ("c", 0.1)], [("c", 5.0), ("d", 1.0)], spec)
+    fused = dict(ranked)
     assert fused["c"] == pytest.approx(1 / (RRF_K + 3) + 1 / (RRF_K + 1))
     assert fused["a"] == pytest.approx(1 / (RRF_K + 1))
     assert fused["d"] == pytest.approx(1 / (RRF_K + 2))
-    assert [k for k, _ in fuse(["a", "b", "c"], ["c", "d"], spec)] == ["c", "a", "b", "d"]
+    assert [k for k, _ in ranked] == ["c", "a", "b", "d"]
+    assert spec.best_score() == pytest.approx(2 / (RRF_K + 1))
+    assert HybridSpec().best_score() == 1.0
 
 
 def test_fuse_weights_and_ties() -> None:
     only_lexical = HybridSpec(vector_weight=0.0)
-    assert fuse(["a", "b", "c"], ["b", "a"], only_lexical) == [
-        ("b", 1 / (RRF_K + 1)),
-        ("a", 1 / (RRF_K + 2)),
+    assert fuse([("a", 3.0), ("b", 2.0), ("c", 1.0)], [("b", 4.0), ("a", 2.0)], only_lexical) == [
+        ("b", 1.0),
+        ("a", 0.0),
     ]
+    weighted = dict(fuse([("a", 1.0), ("b", 0.0)], [("b", 1.0)], HybridSpec(lexical_weight=3.0)))
+    assert weighted == {"a": pytest.approx(0.25), "b": pytest.approx(0.75)}
     # Equal fused values keep the vector ranking's order, then the lexical one's.
-    assert [k for k, _ in fuse(["a", "b"], ["b", "a"], HybridSpec())] == ["a", "b"]
-    assert [k for k, _ in fuse([], ["x", "y"], HybridSpec())] == ["x", "y"]
+    assert [
+        k for k, _ in fuse([("a", 2.0), ("b", 1.0)], [("b", 2.0), ("a", 1.0)], HybridSpec())
+    ] == [
+        "a",
+        "b",
+    ]
+    assert [k for k, _ in fuse([], [("x", 2.0), ("y", 2.0)], HybridSpec())] == ["x", "y"]
     assert fuse([], [], HybridSpec()) == []
+
+
+def test_query_words_leave_stop_words_out() -> None:
+    assert query_words("What was the first issue I had with my new car?") == [
+        "first",
+        "issue",
+        "new",
+        "car",
+    ]
+    assert query_words("who am I? who") == ["who", "am", "i"]  # nothing else: kept
+    assert query_words("?!") == []
 
 
 def test_candidates_cover_the_page() -> None:
@@ -85,21 +120,21 @@ def test_candidates_cover_the_page() -> None:
 
 
 def test_rare_words_by_share_of_collection_or_page() -> None:
-    spec = HybridSpec()  # rare_share 0.005
-    assert spec.rare_bound(10_000, 10) == 50  # 0.5% of the collection
-    assert spec.rare_bound(3_200, 10) == 16
-    assert spec.rare_bound(300, 10) == 10  # small collection: no more than the page
+    spec = HybridSpec()  # rare_share 0.05
+    assert spec.rare_bound(10_000, 10) == 500  # 5% of the collection
+    assert spec.rare_bound(3_200, 10) == 160
+    assert spec.rare_bound(100, 10) == 10  # small collection: no more than the page
     assert spec.rare_bound(0, 0) == 1
-    counts = {"order": 900, "48213": 3, "status": 51, "lyon": 50}
+    counts = {"order": 900, "48213": 3, "status": 501, "lyon": 500}
     assert spec.rare(counts, 10_000, 10) == ["48213", "lyon"]
-    assert spec.rare(counts, 10_000, 60) == ["48213", "status", "lyon"]
+    assert spec.rare(counts, 10_000, 600) == ["48213", "status", "lyon"]
     assert HybridSpec(rare_share=1.0).rare(counts, 900, 10) == list(counts)
 
 
 def test_floor_keeps_scores_near_the_best() -> None:
-    assert HybridSpec().floored([8.0, 4.0, 3.9, 1.0]) == 2
-    assert HybridSpec(floor=0.0).floored([8.0, 4.0, 3.9, 1.0]) == 4
-    assert HybridSpec().floored([]) == 0
+    assert HybridSpec(floor=0.5).floored([8.0, 4.0, 3.9, 1.0]) == 2
+    assert HybridSpec().floored([8.0, 4.0, 3.9, 1.0]) == 4  # default 0: every match
+    assert HybridSpec(floor=0.5).floored([]) == 0
 
 
 @pytest.mark.parametrize("option", [{"rare_share": -0.1}, {"floor": 2}, {"rare_share": "x"}])

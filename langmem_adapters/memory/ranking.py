@@ -39,7 +39,7 @@ def relevance(score: float, hybrid: HybridSpec | None) -> float:
     ranking is unchanged; any other score is returned as is."""
     if hybrid is None:
         return score
-    best = (hybrid.vector_weight + hybrid.lexical_weight) / (hybrid.k + 1)
+    best = hybrid.best_score()
     return score / best if best > 0 else 0.0
 
 

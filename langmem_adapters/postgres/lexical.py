@@ -10,14 +10,16 @@ frequency ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``df`` the number of vect
 and ``N`` the table's rows. A common word's ``df`` is its share of the rows in the table's ANALYZE
 statistics, copied by :func:`terms_refresh` into a keyed table; any other word's is counted on the
 GIN index. A table not analyzed since it was created or truncated is counted instead (``N`` and
-every ``df``): its statistics, if any, describe rows that are gone. Only
-terms held by at most ``HybridSpec.rare_bound(N, page)`` rows take part (``core.hybrid``: at most
-``rare_share`` of the rows, or no more than the page's end): a common term would rank much of the table and tell little apart.
-An item's lexical score is the sum of the weights of the terms any of its texts holds, so an item
-holding the rare ``48213`` outranks ones sharing only common words with the query (term frequency
-and length are not counted: memories are short). Only items scoring at least ``floor`` times the
-best score are ranked: the lexical side names the items that hold what the query asks for
-specifically, and leaves the rest to the vector side.
+every ``df``): its statistics, if any, describe rows that are gone. The query's stop words
+(``core.hybrid.STOP_WORDS``) are left out. Only the terms held by at most
+``HybridSpec.rare_bound(N, page)`` rows (``rare_share``, 5% by default, or no more than the page's
+end) **select** candidate rows through the GIN index; every other term only adds its weight to the
+rows they selected, tested on those rows' ``tsv``: so no search reads the posting list of a common
+word (at most ``bound + 1`` of its entries, to count it, when ANALYZE did not record it), the cost
+of the lexical side is bounded by the rarer words' rows, and a query of common words only has no
+lexical side. An item's lexical score is the sum of the weights of the terms any
+of its texts holds (BM25 with term frequency and length left out: memories are short; measured on
+LongMemEval, fused with the vector side, as good as full BM25, see docs/hybrid.md).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core.filters import Condition
-from langmem_adapters.core.hybrid import HybridSpec, clean_query, fuse
+from langmem_adapters.core.hybrid import STOP_WORDS, HybridSpec, clean_query, fuse, query_words
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres import sql
 from langmem_adapters.postgres.schema import Tables
@@ -103,33 +105,59 @@ def lexical_search(
     )
     lexemes = (
         f"SELECT a.lex, a.i, {_OPERAND} AS q FROM unnest(tsvector_to_array("
-        f"{sql.tsvector_sql(hybrid.text_config, '%s')})) WITH ORDINALITY AS a(lex, i)"
+        f"{sql.tsvector_sql(hybrid.text_config, '%s')})) WITH ORDINALITY AS a(lex, i) "
+        "WHERE a.lex <> ALL (%s::text[])"
     )
-    # Document frequencies: a common lexeme by its recorded share, any other (rare: few rows to
-    # visit) counted exactly, up to one past the bound. (The copy's '' row is no lexeme: a
-    # tsvector holds none empty.)
+    # Document frequencies: a common lexeme by its recorded share, any other counted on the index,
+    # up to one past the bound (past it, a word only adds to the scores of the candidates the
+    # rarer words select, and its weight is that of a word just past the bound). (The copy's ''
+    # row is no lexeme: a tsvector holds none empty.)
     frequency = (
         f"coalesce((SELECT greatest(1, s.f * z.n) FROM {t.terms} s WHERE z.known "
         f"AND s.tbl = '{vt}' AND s.lex = u.lex), "
         f"(SELECT count(*) FROM (SELECT 1 FROM {vt} x WHERE x.tsv @@ u.q "
         "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
     )
-    idf = "ln(1 + (greatest(z.n, w.df) - w.df + 0.5) / (w.df + 0.5))"
+    idf = "ln(1 + (greatest(z.n, u.df) - u.df + 0.5) / (u.df + 0.5))"
     return Statement(
         f"WITH size AS MATERIALIZED ({size}), "
-        f"terms AS MATERIALIZED (SELECT u.i, u.q, {frequency}::float8 AS df "
+        # counted once (a subquery would be inlined, and the count run for every use of df)
+        f"counted AS MATERIALIZED (SELECT u.i, u.q, {frequency}::float8 AS df "
         f"FROM ({lexemes}) u, size z), "
-        f"hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT v.ns, v.key, "
-        f"w.i, {idf} AS w FROM size z, terms w JOIN {vt} v ON v.tsv @@ w.q "
-        f"WHERE w.df <= z.bound AND {ns_sql}) m GROUP BY m.ns, m.key) "
-        # Each hit's item by its primary key ("OFFSET 0" keeps the lookup a nested loop: the kept
-        # generic plan would otherwise hash-join the hits with a scan of every item).
-        f"SELECT s.*, h.score FROM hits h "
+        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {idf} AS w "
+        "FROM counted u, size z WHERE u.df > 0), "
+        # the rows holding a selecting (less common) word (one index scan of the words OR-ed: no
+        # row twice), each scored by every word it holds
+        f"found AS (SELECT v.ns, v.key, v.tsv FROM {vt} v WHERE v.tsv @@ (SELECT "
+        "string_agg(s.q::text, ' | ')::tsquery FROM terms s WHERE s.selects) "
+        f"AND {ns_sql}), "
+        "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT f.ns, f.key, "
+        "w.i, w.w FROM found f JOIN terms w ON f.tsv @@ w.q) m GROUP BY m.ns, m.key) "
+        # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
+        # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
+        # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
+        # items of the other hits, hundreds where a query's words are ordinary, are not read).
+        f"SELECT * FROM (SELECT s.*, h.score FROM (SELECT * FROM hits "
+        "ORDER BY score DESC, ns, key) h "
         f"CROSS JOIN LATERAL (SELECT {ITEM_COLUMNS.format(a='i')} FROM {t.store} i "
         f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s "
-        f"ORDER BY h.score DESC, s.ns, s.key LIMIT {int(candidates)}",
-        [page, hybrid.rare_share, clean_query(op.query or ""), *ns_params, *f_params],
+        f"LIMIT {int(candidates)}) r ORDER BY r.score DESC, r.ns, r.key",
+        [
+            page,
+            hybrid.rare_share,
+            clean_query(op.query or ""),
+            _stop_words(op.query or ""),
+            *ns_params,
+            *f_params,
+        ],
     )
+
+
+def _stop_words(query: str) -> list[str]:
+    """The stop words the lexical statement leaves out of ``query``'s lexemes: all of
+    ``STOP_WORDS``, none when the query has no other word (``core.hybrid.query_words``)."""
+    kept = query_words(query)
+    return [] if kept and kept[0] in STOP_WORDS else sorted(STOP_WORDS)
 
 
 def lexical_settings() -> Statement:
@@ -229,11 +257,16 @@ def fuse_rows(
     offset: int,
     limit: int,
 ) -> list[tuple[Sequence[Any], float]]:
-    """The page ``[offset, offset + limit)`` of the reciprocal rank fusion of the two sides' rows
-    (each best first, ``ITEM_COLUMNS`` first), with each item's fused score."""
+    """The page ``[offset, offset + limit)`` of the fusion (``core.hybrid.fuse``) of the two
+    sides' rows (each best first, ``ITEM_COLUMNS`` first, then the distance or the lexical score),
+    with each item's fused score."""
     lexical_rows = lexical_rows[: hybrid.floored([float(r[6]) for r in lexical_rows])]
     rows = {(r[0], r[1]): r for r in (*lexical_rows, *vector_rows)}
-    fused = fuse([(r[0], r[1]) for r in vector_rows], [(r[0], r[1]) for r in lexical_rows], hybrid)
+    fused = fuse(
+        [((r[0], r[1]), -float(r[6])) for r in vector_rows],
+        [((r[0], r[1]), float(r[6])) for r in lexical_rows],
+        hybrid,
+    )
     return [(rows[key], score) for key, score in fused[offset : offset + limit]]
 
 

@@ -23,7 +23,7 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.filters import Condition, matches
-from langmem_adapters.core.hybrid import HybridSpec, fuse, words
+from langmem_adapters.core.hybrid import HybridSpec, fuse, query_words
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.redis.layout import Keys, text, under
@@ -51,9 +51,10 @@ ItemKey = tuple[str, str]
 
 
 def query_terms(query: str | None) -> list[str]:
-    """The distinct words of a query, in order, at most :data:`MAX_TERMS`; none: the vector side
-    alone ranks the page."""
-    return list(dict.fromkeys(words(query or "")))[:MAX_TERMS]
+    """The distinct words of a query the lexical side matches (stop words aside,
+    ``core.hybrid.query_words``), in order, at most :data:`MAX_TERMS`; none: the vector side alone
+    ranks the page."""
+    return query_words(query or "")[:MAX_TERMS]
 
 
 def _key(r: Record) -> ItemKey:
@@ -105,7 +106,8 @@ class Lexical:
     def call(self, window: int) -> Call | None:
         """The ``FT.SEARCH`` of the ``window`` best matches (through the lexical script), or None
         when the query has no rare word. The script counts the index's items (``size``) and the
-        words not counted lately; the words known rare (``HybridSpec.rare``) are searched."""
+        words not counted lately; the words known rare (``HybridSpec.rare``) select the matches,
+        the common ones add to their scores."""
         items = self.stats.term("")  # no word is empty: the key of the items index's size
         self.sized = items.stale()
         self.uncounted = [w for w in self.terms if self.sized or self.stats.term(w).stale()]
@@ -113,7 +115,8 @@ class Lexical:
         page = self.op.offset + self.op.limit
         rare = [] if self.sized else self.hybrid.rare(known, items.count or 0, page)
         if not rare and not self.uncounted:
-            return None
+            return None  # only common words: nothing selects, the vector side ranks alone
+        common = [w for w, n in known.items() if n > 0 and w not in rare]
         window = min(window, MAX_WINDOW)  # the server's bound, as for the vector side
         # the namespace and filter clauses only select (the script negates them twice): BM25STD
         # scores every term of a query, and a tag clause reordered the text's ranking
@@ -121,7 +124,8 @@ class Lexical:
         size = -1 if self.sized else items.count or 0
         share = self.hybrid.rare_share
         args = (self.keys.index(None), head, window, share, size, page, len(rare))
-        return Call((*args, len(self.uncounted), *rare, *self.uncounted), script="lexical")
+        words = (*rare, *self.uncounted, *common)
+        return Call((*args, len(self.uncounted), *words), script="lexical")
 
     def calls(self) -> list[Call]:
         """What the lexical side sends in the search's round: its query, none without words. Built
@@ -137,9 +141,10 @@ class Lexical:
         lexical = (yield from self.run(replies[0])) if replies else []
         return fused(self.hybrid, vector, lexical)[self.op.offset : self.op.offset + self.op.limit]
 
-    def run(self, reply: Any) -> Generator[Round, list[Any], list[Record]]:
-        """The ranking (best first, ties by namespace and key), widened while conditions checked
-        here leave fewer than the candidates wanted and the server has more."""
+    def run(self, reply: Any) -> Generator[Round, list[Any], list[tuple[Record, float]]]:
+        """The ranking with each BM25 score (best first, ties by namespace and key), widened
+        while conditions checked here leave fewer than the candidates wanted and the server has
+        more."""
         window = self.want
         while True:
             hits, rows, counts, size = load_json(reply)
@@ -198,9 +203,10 @@ def plain_hybrid(
     corpus: Corpus,
 ) -> list[Record]:
     """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
-    the page's nearest and of the candidates BM25 ranks first for the query's rare words. Which
-    words are rare (``HybridSpec.rare``) and their weights are judged by the collection's
-    ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
+    the page's nearest and of the candidates BM25 ranks first for the query's words, among the
+    records holding one of its rare words. Which words are rare (``HybridSpec.rare``: they select
+    the candidates, the other words only add to their scores) and their weights are judged by the
+    collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
     namespace of 32 memories the page term let words a third of them hold count. Ties by
     namespace and key."""
     docs = [texts.get(_key(r), []) for r in records]
@@ -209,28 +215,40 @@ def plain_hybrid(
     page = op.offset + op.limit
     size = max(corpus.size, sum(1 for d in docs if d))
     counts = {w: corpus.held(w, held[w]) for w in wanted if held[w]}
-    terms = hybrid.rare(counts, size, page)
-    lexical: list[Record] = []
-    if terms:
-        scores = bm25(terms, docs, corpus=corpus)
-        hits = sorted((-s, _key(r), i) for i, (s, r) in enumerate(zip(scores, records)) if s > 0)
+    rare = set(hybrid.rare(counts, size, page))
+    lexical: list[tuple[Record, float]] = []
+    if rare:
+        scores = bm25(list(counts), docs, corpus=corpus)
+        selected = [not rare.isdisjoint(d) for d in docs]
+        hits = sorted(
+            (-s, _key(r), i)
+            for i, (s, r) in enumerate(zip(scores, records))
+            if s > 0 and selected[i]
+        )
         want = hybrid.candidates(op.offset, op.limit)
         lexical = _floored(hybrid, [(-s, records[i]) for s, _, i in hits[:want]])
     return fused(hybrid, records[:page], lexical)
 
 
-def _floored(hybrid: HybridSpec, ranked: list[tuple[float, Record]]) -> list[Record]:
+def _floored(hybrid: HybridSpec, ranked: list[tuple[float, Record]]) -> list[tuple[Record, float]]:
     """The records of a lexical ranking (``(score, record)``, best first) scoring at least
-    ``hybrid.floor`` of the best."""
-    return [r for _, r in ranked[: hybrid.floored([s for s, _ in ranked])]]
+    ``hybrid.floor`` of the best, each with its score."""
+    return [(r, s) for s, r in ranked[: hybrid.floored([s for s, _ in ranked])]]
 
 
-def fused(hybrid: HybridSpec, vector: Sequence[Record], lexical: Sequence[Record]) -> list[Record]:
-    """The reciprocal rank fusion of both sides (best first), each record scored with its fused
+def fused(
+    hybrid: HybridSpec, vector: Sequence[Record], lexical: Sequence[tuple[Record, float]]
+) -> list[Record]:
+    """The fusion (``core.hybrid.fuse``) of both sides (best first; the vector side scored by
+    its negated distance, which orders as the similarity does), each record scored with its fused
     value."""
-    by_key = {_key(r): r for r in lexical}
+    by_key = {_key(r): r for r, _ in lexical}
     by_key.update((_key(r), r) for r in vector)
-    ranked = fuse([_key(r) for r in vector], [_key(r) for r in lexical], hybrid)
+    ranked = fuse(
+        [(_key(r), -(r.distance or 0.0)) for r in vector],
+        [(_key(r), s) for r, s in lexical],
+        hybrid,
+    )
     out = []
     for k, score in ranked:
         r = by_key[k]

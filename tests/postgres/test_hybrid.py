@@ -229,8 +229,9 @@ def test_a_non_hybrid_rewrite_drops_the_old_words(conn: Any, prefix: str) -> Non
 def test_the_lexical_side_ranks_depth_times_the_page(conn: Any, prefix: str) -> None:
     """With ``lexical_weight`` 2, an item third on the lexical side and on the vector side's page
     outranks the lexical second: the lexical side ranks ``max(20, depth x page)`` candidates, not
-    the page (which left the third out). The page is the fusion of the full rankings."""
-    options = {"lexical_weight": 2.0}
+    the page (which left the third out). The page is the fusion of the full rankings. (Rank
+    fusion: its ranks show the depth on four items; the depth is the same for either fusion.)"""
+    options = {"lexical_weight": 2.0, "fusion": "rrf"}
     store = store_of(conn, prefix, hybrid=options)
     texts = {
         "a": "memo kiwi mango with several other words beside them today",
@@ -247,10 +248,12 @@ def test_the_lexical_side_ranks_depth_times_the_page(conn: Any, prefix: str) -> 
         store.tables, spec, spec.hybrid, SearchOp(("a",), None, 2, 0, query), (), 1000
     )
     with conn.transaction():
-        lexical = [(r[0], r[1]) for r in conn.execute(statement.sql, statement.params)]
-    assert lexical == [("a", "a"), ("a", "b"), ("a", "c"), ("a", "d")]  # "memo" is common
+        rows = conn.execute(statement.sql, statement.params).fetchall()
+    lexical = [((r[0], r[1]), float(r[-1])) for r in rows]
+    # "memo" is common: it selects nothing
+    assert [k for k, _ in lexical] == [("a", "a"), ("a", "b"), ("a", "c"), ("a", "d")]
     vector = [
-        (".".join(r.namespace), r.key)
+        ((".".join(r.namespace), r.key), float(r.score or 0.0))
         for r in store_of(conn, prefix, hybrid=False).search(("a",), query=query, limit=2)
     ]
     expected = [key for key, _ in fuse(vector, lexical, spec.hybrid)[:2]]

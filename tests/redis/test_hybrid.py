@@ -105,10 +105,10 @@ def _corpus() -> dict[str, str]:
 
 def _lexical_ranking(
     backend: str, store: BaseStore, query: str, texts: dict[str, str]
-) -> list[str]:
-    """The lexical ranking computed without the store's search: the server's own BM25STD query on
-    the items index (Query Engine), or ``core.bm25`` over the notes' words (plain); the items
-    scoring at least ``HybridSpec().floor`` of the best."""
+) -> list[tuple[str, float]]:
+    """The lexical ranking computed without the store's search, with each score: the server's own
+    BM25STD query on the items index (Query Engine), or ``core.bm25`` over the notes' words
+    (plain); the items scoring at least ``HybridSpec().floor`` of the best."""
     terms = list(dict.fromkeys(words(query)))
     if backend == "redis-plain":
         scores = bm25(terms, [words(t) for t in texts.values()])
@@ -140,10 +140,10 @@ def _server_ranking(store: BaseStore, terms: list[str]) -> list[tuple[float, str
     return [(s, doc.rsplit(":", 1)[1]) for s, doc in ranked]
 
 
-def _floor(ranked: list[tuple[float, str]]) -> list[str]:
-    """Keys of a ranking of ``(-score, key)`` scoring at least ``HybridSpec().floor`` of the
-    best."""
-    return [k for s, k in ranked if s <= HybridSpec().floor * ranked[0][0]]
+def _floor(ranked: list[tuple[float, str]]) -> list[tuple[str, float]]:
+    """``(key, score)`` of a ranking of ``(-score, key)`` scoring at least ``HybridSpec().floor``
+    of the best."""
+    return [(k, -s) for s, k in ranked if s <= HybridSpec().floor * ranked[0][0]]
 
 
 @pytest.mark.parametrize("backend", MODES)
@@ -161,9 +161,11 @@ def test_fused_order_is_fuse_of_both_sides(backend: str, make_store: StoreFactor
         n = spec.candidates(offset, limit)
         # prefix (): the server's lexical query is the text clause alone, as computed here;
         # the vector side ranks the page's nearest, as a vector-only search
-        vector = _keys(vector_only.search((), query=query, limit=offset + limit))
+        found = vector_only.search((), query=query, limit=offset + limit)
+        vector = [(r.key, float(r.score or 0.0)) for r in found]
         lexical = _lexical_ranking(backend, hybrid, query, texts)[:n]
-        assert lexical and lexical != vector[: len(lexical)]  # the sides rank differently
+        # the sides rank differently
+        assert lexical and [k for k, _ in lexical] != _keys(found)[: len(lexical)]
         expected = fuse(vector, lexical, spec)[offset : offset + limit]
         got = hybrid.search((), query=query, offset=offset, limit=limit)
         assert _keys(got) == [k for k, _ in expected]
@@ -180,7 +182,7 @@ def test_namespace_clause_does_not_reorder_the_lexical_ranking(make_store: Store
     for key, text in texts.items():
         store.put(("c", "a" if int(key[1:]) % 2 else "b"), key, {"text": text})
     ranked = _server_ranking(store, ["alpha", "beta"])
-    expected = _floor([(s, k) for s, k in ranked if int(k[1:]) % 2])
+    expected = [k for k, _ in _floor([(s, k) for s, k in ranked if int(k[1:]) % 2])]
     got = _keys(store.search(("c", "a"), query="alpha beta", limit=40))
     assert len(got) > 3 and got == expected
 
@@ -208,8 +210,11 @@ def test_prefix_filters_and_paging(make_store: StoreFactory) -> None:
     assert {r.namespace[:1] for r in everything} == {("u",)}
     assert len(everything) == sum(1 for i in range(30) if i % 3 or i % 2)
     assert everything[0].key == "i7"  # the identifier, on both sides
-    pages = [store.search(("u",), query=query, offset=o, limit=4) for o in range(0, 24, 4)]
-    assert [r.key for page in pages for r in page] == _keys(everything)[:24]
+    # a page is cut from the ranking of as many results as it ends at (relative-score fusion
+    # scales each side over its candidates, which a page's end sets)
+    for o in range(0, 24, 4):
+        page = store.search(("u",), query=query, offset=o, limit=4)
+        assert _keys(page) == _keys(store.search(("u",), query=query, limit=o + 4))[o:]
     paid = store.search(("u",), query=query, filter={"kind": "paid"}, limit=100)
     assert paid and all(r.value["kind"] == "paid" for r in paid)
     ranged = store.search(("u",), query=query, filter={"n": {"$gte": 20}}, limit=100)

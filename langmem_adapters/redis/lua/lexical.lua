@@ -1,9 +1,11 @@
 -- The lexical side of a hybrid search (Query Engine). ARGV: the items index, the namespace and
 -- filter clauses (text, may be empty), the window, the rare share, the index's size (-1: count it
--- here), the page's end, k, u, then k words known to be rare and u words not counted lately. Each of
--- the u words is counted first (FT.SEARCH ... LIMIT 0 0) and kept when at most max(1, page,
--- floor(share x size)) items hold it (HybridSpec.rare_bound); the kept words, OR-ed and passed as query parameters (never
--- spliced into the query), are searched by BM25STD, the clauses selecting only (the words alone score);
+-- here), the page's end, k, u, then k words known to be rare, u words not counted lately and the
+-- query's other words (known to be common). Each of the u words is counted first (FT.SEARCH ...
+-- LIMIT 0 0) and is rare when at most max(1, page, floor(share x size)) items hold it
+-- (HybridSpec.rare_bound), else common. The rare words, OR-ed, select the hits; the common ones are
+-- optional (~): they add to the BM25STD scores of those hits and select none. All are passed as
+-- query parameters (never spliced into the query); the clauses select only (the words alone score);
 -- then the meta and created_at of the hits are read here. Returns one JSON text [hits, [[meta,
 -- created, score], ...], [counts of the u words], size]. A hit whose key expired reads as nil and is
 -- left out; hits still counts it, so the caller can tell a short window from an exhausted result.
@@ -12,28 +14,36 @@ local size, page = tonumber(ARGV[5]), tonumber(ARGV[6])
 local k, u = tonumber(ARGV[7]), tonumber(ARGV[8])
 if size < 0 then size = redis.call('FT.SEARCH', index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
 local bound = math.max(1, page, math.floor(share * size))
-local kept, counts = {}, {}
+local kept, common, counts = {}, {}, {}
 for i = 1, k do kept[#kept + 1] = ARGV[8 + i] end
 for i = k + 1, k + u do
   local word = ARGV[8 + i]
   local n = redis.call('FT.SEARCH', index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
   counts[#counts + 1] = n
-  if n > 0 and n <= bound then kept[#kept + 1] = word end
+  if n > 0 and n <= bound then kept[#kept + 1] = word elseif n > 0 then common[#common + 1] = word end
 end
+for i = 9 + k + u, #ARGV do common[#common + 1] = ARGV[i] end
 local counted = '[' .. table.concat(counts, ',') .. ']'
 local tail = ',' .. counted .. ',' .. size .. ']'
 if #kept == 0 then return '[0,[]' .. tail end
 -- the clauses doubly negated: they still select, but score nothing (BM25STD scores every term of a
 -- query, a tag clause too, by each item's length, which reordered the hits; $weight 0 is ignored)
 if head ~= '' then head = '-(-(' .. head .. ')) ' end
-local names, params = {}, {}
+local names, optional, params = {}, {}, {}
 for i, word in ipairs(kept) do
   names[i] = '$t' .. i
   params[#params + 1] = 't' .. i
   params[#params + 1] = word
 end
+for i, word in ipairs(common) do
+  optional[i] = '$c' .. i
+  params[#params + 1] = 'c' .. i
+  params[#params + 1] = word
+end
+local query = head .. '@w:(' .. table.concat(names, '|') .. ')'
+if #optional > 0 then query = query .. ' ~@w:(' .. table.concat(optional, '|') .. ')' end
 -- VERBATIM: no stemming of the query's words either (the field is NOSTEM)
-local args = {index, head .. '@w:(' .. table.concat(names, '|') .. ')', 'NOCONTENT', 'VERBATIM',
+local args = {index, query, 'NOCONTENT', 'VERBATIM',
   'WITHSCORES', 'SCORER', 'BM25STD', 'LIMIT', 0, window, 'PARAMS', #params}
 for _, p in ipairs(params) do args[#args + 1] = p end
 args[#args + 1] = 'DIALECT'
