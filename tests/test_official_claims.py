@@ -35,13 +35,16 @@ class Counting(HashEmbeddings):
 @pytest.fixture
 def official_pg_dsn() -> Iterator[str]:
     """A connection string whose search_path is a fresh schema (the official store's tables have
-    fixed names), dropped afterwards."""
+    fixed names), dropped afterwards, then ``public``: pgvector's types live there (created here if
+    no test did yet), so the official ``CREATE EXTENSION IF NOT EXISTS`` neither misses them nor
+    puts the extension in the schema dropped at the end."""
     dsn = servers.postgres_dsn()
     schema = f"official{uuid.uuid4().hex[:8]}"
     with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
         conn.execute(f"CREATE SCHEMA {schema}")
     try:
-        yield psycopg.conninfo.make_conninfo(dsn, options=f"-csearch_path={schema}")
+        yield psycopg.conninfo.make_conninfo(dsn, options=f"-csearch_path={schema},public")
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")

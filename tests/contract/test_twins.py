@@ -3,7 +3,9 @@
 Within one class the twin of ``m`` is ``a<m>`` (``get``/``aget``, ``iter_items``/``aiter_items``).
 Lifecycle methods follow the official stores instead: the async store's ``setup``,
 ``sweep_ttl``, the sweeper controls and ``from_conn_string`` keep the sync store's name and are
-async there; ``close`` pairs with ``aclose``.
+async there; ``close`` pairs with ``aclose``. The LangChain views (``as_retriever``,
+``as_byte_store``) are built without I/O and carry both kinds of method themselves, so they have
+no ``a``-twin: the same method on both stores.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ TIERS = [SemanticMemory, EpisodicMemory, ProceduralMemory, WorkingMemory]
 SAME_NAME = {"setup", "sweep_ttl", "start_ttl_sweeper", "stop_ttl_sweeper", "from_conn_string"}
 RENAMED = {"close": "aclose"}
 PURE = {"to_context"}  # formatting only: no I/O, nothing to await
+VIEWS = {"as_retriever", "as_byte_store"}  # a wrapper built without I/O, sync and async inside
 
 
 def _is_async(func: Any) -> bool:
@@ -74,9 +77,13 @@ def _check_in_class(cls: type, skip: set[str]) -> None:
 @pytest.mark.parametrize("sync_cls, async_cls", STORES, ids=lambda c: c.__name__)
 def test_store_methods_have_async_twins(sync_cls: type, async_cls: type) -> None:
     lifecycle = SAME_NAME | set(RENAMED) | set(RENAMED.values())
-    _check_in_class(sync_cls, lifecycle)
-    _check_in_class(async_cls, lifecycle)
+    _check_in_class(sync_cls, lifecycle | VIEWS)
+    _check_in_class(async_cls, lifecycle | VIEWS)
     sync_methods, async_methods = _methods(sync_cls), _methods(async_cls)
+    for name in VIEWS:
+        assert name in sync_methods and name in async_methods, name
+        assert not _is_async(sync_methods[name]) and not _is_async(async_methods[name]), name
+        assert _parameters(sync_methods[name]) == _parameters(async_methods[name]), name
     for name in SAME_NAME:
         assert name in sync_methods and name in async_methods, name
         assert not _is_async(sync_methods[name]), f"{sync_cls.__name__}.{name} is async"
