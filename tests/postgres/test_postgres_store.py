@@ -331,7 +331,10 @@ def test_broad_prefixes_skip_the_iterative_scan_and_still_fill_their_pages(dsn: 
     texts = {
         ns: [" ".join(rng.sample(words, 6)) for _ in range(n)] for ns, n in (("a", 150), ("b", 400))
     }
-    index = {**hash_index(dims=dims, fields=["text"]), "ann_index_config": {"exact_below": 100}}
+    # On the size schedule (target_recall=None): a background measurement could switch the whole
+    # 550-vector index to exact scans before the statements below were prepared (as ANN_ALWAYS).
+    ann = {"exact_below": 100, "target_recall": None}
+    index = {**hash_index(dims=dims, fields=["text"]), "ann_index_config": ann}
     with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
         store.setup()
         for ns, rows in texts.items():
