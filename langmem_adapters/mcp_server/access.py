@@ -9,7 +9,6 @@ path ``/users/NAME/mcp``, else from the ``X-Memory-User`` header; over stdio fro
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from langmem_adapters.addresses import is_loopback
 from langmem_adapters.errors import InvalidArgumentError, NamespaceTemplateError
 from langmem_adapters.mcp_server.toolset import ToolFailure
 from langmem_adapters.tools.templates import NamespaceTemplate
@@ -33,7 +33,6 @@ __all__ = [
     "Namespaces",
     "Tokens",
     "check_bind",
-    "is_loopback",
     "request_user",
 ]
 
@@ -130,16 +129,6 @@ class Tokens:
             if hmac.compare_digest(given, token):
                 found = (True, user)
         return found
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, tokens: Tokens | None, *, require_token: bool = False) -> None:

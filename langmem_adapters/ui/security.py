@@ -5,7 +5,6 @@ response headers that forbid inline scripts, framing and content sniffing."""
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from urllib.parse import urlencode, urlsplit
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-__all__ = ["Guard", "is_loopback", "new_token"]
+__all__ = ["Guard", "new_token"]
 
 TOKEN_COOKIE = "langmem_ui_token"
 TOKEN_PARAM = "token"
@@ -36,16 +35,6 @@ HEADERS = {
 def new_token() -> str:
     """A random token (access or CSRF)."""
     return secrets.token_urlsafe(24)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or ``localhost``) only accepts connections from this machine."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _same(given: str | None, expected: str) -> bool:

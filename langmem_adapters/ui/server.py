@@ -7,9 +7,10 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from langmem_adapters.addresses import is_loopback
 from langmem_adapters.core.store import AsyncStore, SyncStore
 from langmem_adapters.ui.routes import create_app
-from langmem_adapters.ui.security import is_loopback, new_token
+from langmem_adapters.ui.security import new_token
 
 __all__ = ["Access", "Binding", "access_for", "bind", "serve"]
 

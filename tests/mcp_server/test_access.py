@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from langmem_adapters.addresses import is_loopback
 from langmem_adapters.cli import main
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.mcp_server import Namespaces, Tokens, check_bind
-from langmem_adapters.mcp_server.access import is_loopback
 from langmem_adapters.mcp_server.toolset import ToolFailure
 from tests.mcp_server.helpers import HttpServer, failed, http_session, memories, ok, store_url
 

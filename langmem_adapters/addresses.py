@@ -1,0 +1,18 @@
+"""Listen addresses: the one rule the local servers (the MCP server, the memory browser) share for
+whether an address is reachable only from this machine, before they demand a token."""
+
+from __future__ import annotations
+
+import ipaddress
+
+__all__ = ["is_loopback"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) only accepts connections from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
