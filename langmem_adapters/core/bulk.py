@@ -18,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from langmem_adapters.core.drive import Steps
+
 __all__ = ["AsyncBulkLoad", "SyncBulkLoad"]
 
-Plan = Generator[Any, Any, Any]
 
 _depth_lock = threading.Lock()
 
@@ -34,29 +35,29 @@ class _BulkLoads:
 
     _bulk_depth = 0
 
-    def _bulk_start_plan(self) -> Plan | None:
+    def _bulk_start_plan(self) -> Steps | None:
         """The backend's plan preparing a bulk load (``None``: nothing to prepare)."""
         return None
 
-    def _bulk_finish_plan(self) -> Plan | None:
+    def _bulk_finish_plan(self) -> Steps | None:
         """The backend's plan ending a bulk load (``None``: nothing to finish)."""
         return None
 
-    def _bulk_enter(self) -> Plan | None:
+    def _bulk_enter(self) -> Steps | None:
         """Count a bulk load in; the start plan when it is the outermost."""
         with _depth_lock:
             self._bulk_depth += 1
             outermost = self._bulk_depth == 1
         return self._bulk_start_plan() if outermost else None
 
-    def _bulk_exit(self) -> Plan | None:
+    def _bulk_exit(self) -> Steps | None:
         """Count a bulk load out; the finish plan when it was the outermost."""
         with _depth_lock:
             self._bulk_depth -= 1
             outermost = self._bulk_depth == 0
         return self._bulk_finish_plan() if outermost else None
 
-    def _bulk_abort(self, exc: BaseException) -> Plan | None:
+    def _bulk_abort(self, exc: BaseException) -> Steps | None:
         """Count a failed bulk load out; the finish plan to try when it was the outermost and the
         failure an ``Exception`` (an interrupt is not kept waiting for an index build)."""
         finish = self._bulk_exit()
@@ -78,7 +79,7 @@ def _failed_finish(exc: BaseException, err: Exception) -> None:
 class SyncBulkLoad(_BulkLoads):
     """``bulk_load`` for stores on a blocking client (mixed into ``SyncStore``)."""
 
-    _run: Callable[[Plan], Any]
+    _run: Callable[[Steps], Any]
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -119,7 +120,7 @@ class SyncBulkLoad(_BulkLoads):
 class AsyncBulkLoad(_BulkLoads):
     """``abulk_load`` for stores on an async client (mixed into ``AsyncStore``)."""
 
-    _drive: Callable[[Plan], Any]
+    _drive: Callable[[Steps], Any]
     _sync: Callable[[Any], Any]
 
     @asynccontextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from typing import Any, Literal
 
@@ -22,14 +22,12 @@ from langmem_adapters.core.calibration import (
     VectorSearchStats,
     explicit_breadth,
 )
-from langmem_adapters.core.drive import adrive, drive
+from langmem_adapters.core.drive import Steps, adrive, drive
 from langmem_adapters.core.vectors import IndexSpec, SearchStats, search_breadth
 
 __all__ = ["AsyncCalibration", "SyncCalibration"]
 
 log = logging.getLogger(__name__)
-
-Plan = Generator[Any, Any, Any]
 
 
 @contextmanager
@@ -115,7 +113,7 @@ class _Calibrated:
 class SyncCalibration(_Calibrated):
     """``calibrate`` / ``vector_stats`` and the background thread, for stores on a blocking client."""
 
-    _run: Callable[[Plan], Any]
+    _run: Callable[[Steps], Any]
     count: Callable[..., int]
 
     def _calibration_session(self) -> AbstractContextManager[Callable[[Any], Any]]:
@@ -169,7 +167,7 @@ class AsyncCalibration(_Calibrated):
     """``acalibrate`` / ``avector_stats`` and the background task, for stores on an async client."""
 
     loop: asyncio.AbstractEventLoop | None
-    _drive: Callable[[Plan], Any]
+    _drive: Callable[[Steps], Any]
     _sync: Callable[[Any], Any]
     acount: Callable[..., Any]
     _calibration_task: asyncio.Task[Any] | None = None

@@ -32,13 +32,14 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.measurement import Cold, Measurement, VectorSearchStats
 from langmem_adapters.core.vectors import IndexSpec
 
@@ -57,7 +58,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Steps = Generator[Any, Any, Any]
 Hit = tuple[Hashable, float]
 """One search result of a probe: the row's identity and its distance (smaller is nearer)."""
 

@@ -11,13 +11,16 @@ the original exception).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["adrive", "drive"]
+__all__ = ["Steps", "adrive", "drive"]
 
 Request = TypeVar("Request")
 Answer = TypeVar("Answer")
 Result = TypeVar("Result")
+
+Steps = Generator[Any, Any, Result]
+"""A sans-IO generator: yields requests, is sent their answers, and returns ``Result``."""
 
 
 def drive(steps: Generator[Request, Answer, Result], answer: Callable[[Request], Answer]) -> Result:

@@ -271,7 +271,9 @@ def validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
     namespace = _namespace(namespace, "namespace")
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
-    validate_op_namespace(GetOp(namespace, ""))  # the label rules, through langgraph's public helper
+    validate_op_namespace(
+        GetOp(namespace, "")
+    )  # the label rules, through langgraph's public helper
     if namespace[0] == "langgraph":
         raise InvalidNamespaceError(
             f'Root label for namespace cannot be "langgraph". Got: {namespace}'

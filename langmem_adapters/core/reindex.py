@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from langgraph.store.base import ensure_embeddings
 
-from langmem_adapters.core.drive import adrive, drive
+from langmem_adapters.core.drive import Steps, adrive, drive
 from langmem_adapters.core.identity import Identity, IdentityGuard, probe
 from langmem_adapters.core.ops import check_page_size
 from langmem_adapters.core.vectors import IndexSpec
@@ -35,8 +35,7 @@ __all__ = [
 Progress = Callable[[int, int], None]
 """A progress callback: items re-embedded so far, and the items to re-embed in all."""
 
-Plan = Generator[Any, Any, Any]
-Flow = Generator[Plan, Any, int]
+Flow = Generator[Steps, Any, int]
 """The reindex flow: yields plans (each run in its own session), is sent their results."""
 
 #: Items per page unless told otherwise.
@@ -46,17 +45,17 @@ PAGE_SIZE = 500
 class ReindexJob(Protocol):
     """A backend's plans for one reindex into ``target`` (made once the new identity is known)."""
 
-    def start(self) -> Plan:
+    def start(self) -> Steps:
         """Create the shadow generation, or resume the one an interrupted run left for the same
         target; returns ``(done, total)``."""
         ...
 
-    def page(self, limit: int) -> Plan:
+    def page(self, limit: int) -> Steps:
         """Re-embed the next ``limit`` items into the shadow and record the position; returns
         ``(done, total)``, or ``None`` when every item was."""
         ...
 
-    def finish(self) -> Sequence[Callable[[], Plan]]:
+    def finish(self) -> Sequence[Callable[[], Steps]]:
         """The plans that end the reindex: the switch (identity and vectors, atomically) and what
         may follow it (dropping the old vectors)."""
         ...
@@ -129,7 +128,7 @@ class SyncReindex:
     index_spec: IndexSpec | None
     _guard: IdentityGuard
     _retryable: tuple[type[Exception], ...]
-    _run: Callable[[Plan], Any]
+    _run: Callable[[Steps], Any]
     _reindex_job: Callable[[IndexSpec, Identity], ReindexJob]
 
     def reindex(
@@ -180,7 +179,7 @@ class AsyncReindex:
     index_spec: IndexSpec | None
     _guard: IdentityGuard
     _retryable: tuple[type[Exception], ...]
-    _drive: Callable[[Plan], Any]
+    _drive: Callable[[Steps], Any]
     _sync: Callable[[Any], Any]
     _reindex_job: Callable[[IndexSpec, Identity], ReindexJob]
 

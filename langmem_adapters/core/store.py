@@ -14,7 +14,6 @@ import concurrent.futures
 from collections.abc import (
     AsyncIterator,
     Callable,
-    Generator,
     Iterable,
     Iterator,
     Mapping,
@@ -35,7 +34,7 @@ from langgraph.store.base import (
 
 from langmem_adapters.core.bulk import AsyncBulkLoad, SyncBulkLoad
 from langmem_adapters.core.calibrated import AsyncCalibration, SyncCalibration
-from langmem_adapters.core.drive import adrive, drive
+from langmem_adapters.core.drive import Steps, adrive, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import IdentityGuard
@@ -48,10 +47,9 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidNamespaceError, WrongLoopError
 from langmem_adapters.views import StoreByteStore, StoreRetriever, as_retriever
 
-__all__ = ["AsyncStore", "Embed", "ItemsPage", "Plan", "SyncStore"]
+__all__ = ["AsyncStore", "Embed", "ItemsPage", "SyncStore"]
 
 R = TypeVar("R")
-Plan = Generator[Any, Any, R]
 """A backend plan: yields ``Embed`` or the backend's round, is sent the answer, returns ``R``."""
 ItemsPage = tuple[list[StoredItem], Cursor | None]
 """One page of ``iter_items``: the items, and the cursor to read on from (``None``: no more)."""
@@ -102,24 +100,24 @@ class _Store(OwnErrors):
         self.index_config = index
         self.ttl_config = check_ttl_config(ttl)
 
-    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[Any]:
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
         """The backend's plan for a batch (or for one atomic create, returning whether it created)."""
         raise NotImplementedError
 
-    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
+    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Steps[ItemsPage]:
         """The backend's plan for one page of live items under ``prefix`` after ``after``."""
         raise NotImplementedError
 
-    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
+    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """The backend's plan writing one page of checked records (with their value JSON) atomically,
         timestamps and expiry kept, vectors computed for this store's index; returns how many."""
         raise NotImplementedError
 
-    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
+    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Steps[int]:
         """The backend's plan counting the live items at or below ``prefix`` that match."""
         raise NotImplementedError
 
-    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
+    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Steps[int]:
         """The backend's plan deleting ``prefix`` and every namespace below it, with their items,
         vectors and bookkeeping; returns how many live items went."""
         raise NotImplementedError
@@ -197,7 +195,7 @@ class SyncStore(SyncBulkLoad, SyncReindex, SyncCalibration, _Store):
         """The session of a plan that only reads (a backend may send it to a replica)."""
         return self._session()
 
-    def _run(self, steps: Plan[R], *, reads: bool = False) -> R:
+    def _run(self, steps: Steps[R], *, reads: bool = False) -> R:
         """Drive a plan in one session (``reads``: a plan that only reads): embed with the sync
         embedder, rounds on the backend."""
         with self._read_session() if reads else self._session() as execute:
@@ -363,7 +361,7 @@ class AsyncStore(AsyncBulkLoad, AsyncReindex, AsyncCalibration, _Store):
         """The session of a plan that only reads (a backend may send it to a replica)."""
         return self._session()
 
-    async def _drive(self, steps: Plan[R], *, reads: bool = False) -> R:
+    async def _drive(self, steps: Steps[R], *, reads: bool = False) -> R:
         """Drive a plan in one session with awaits (``reads``: a plan that only reads), binding the
         loop that later sync calls from other threads will use: the same requests as the sync
         store, executed asynchronously."""

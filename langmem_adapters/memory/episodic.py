@@ -225,9 +225,7 @@ class EpisodicMemory(MemoryTier):
             filter=store_filter,
             page_size=pool if query is not None else 200,
             wanted=pool,
-            select=lambda items: done(
-                [(episode_from(i.value), i.score) for i in items if keep(i)]
-            ),
+            select=lambda items: done([(episode_from(i.value), i.score) for i in items if keep(i)]),
         )
         if query is None:
             episodes = [e for e, _ in found]

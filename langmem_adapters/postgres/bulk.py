@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import psycopg
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.schema import ann_index_ddl, ann_index_name
-from langmem_adapters.postgres.sql import Round, Statement, Steps
+from langmem_adapters.postgres.sql import Round, Statement
 
 __all__ = ["BUILD_MEMORY_CAP_KB", "build_index_plan", "build_memory_kb", "drop_if_empty_plan"]
 

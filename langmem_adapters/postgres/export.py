@@ -5,12 +5,13 @@ one page of ``restore`` (timestamps and expiry kept, vectors computed for the st
 from __future__ import annotations
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.ops import Write
 from langmem_adapters.core.records import Cursor, StoredItem
 from langmem_adapters.core.store import ItemsPage
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.schema import Tables
-from langmem_adapters.postgres.sql import LIVE, Round, Statement, Steps, ns_condition
+from langmem_adapters.postgres.sql import LIVE, Round, Statement, ns_condition
 from langmem_adapters.postgres.writes import ItemVectors, Stamps, write_statements, write_vectors
 
 __all__ = ["items_plan", "restore_plan"]

@@ -5,11 +5,12 @@ its current table (see :mod:`langmem_adapters.core.identity` for the rules).
 
 from __future__ import annotations
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.identity import Identity, Recorded
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.lexical import backfill_plan
 from langmem_adapters.postgres.schema import Tables, index_tables_ddl, setup_plan, vector_ddl
-from langmem_adapters.postgres.sql import Round, Statement, Steps
+from langmem_adapters.postgres.sql import Round, Statement
 
 __all__ = ["PostgresIdentity", "generation_plan", "setup_steps"]
 

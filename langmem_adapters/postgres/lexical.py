@@ -30,12 +30,13 @@ from typing import Any
 
 from langgraph.store.base import SearchOp
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.hybrid import STOP_WORDS, HybridSpec, clean_query, fuse, query_words
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres import sql
 from langmem_adapters.postgres.schema import Tables
-from langmem_adapters.postgres.sql import ITEM_COLUMNS, LIVE, Round, Statement, Steps
+from langmem_adapters.postgres.sql import ITEM_COLUMNS, LIVE, Round, Statement
 
 __all__ = [
     "BACKFILL_PAGE",

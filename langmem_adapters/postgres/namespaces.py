@@ -9,9 +9,10 @@ after the delete, never left half-registered. Vector rows go with their items (`
 
 from __future__ import annotations
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.postgres.schema import Tables
-from langmem_adapters.postgres.sql import LIVE, Round, Statement, Steps, filter_sql, ns_condition
+from langmem_adapters.postgres.sql import LIVE, Round, Statement, filter_sql, ns_condition
 
 __all__ = ["count_plan", "delete_namespace_plan"]
 

@@ -13,6 +13,7 @@ from typing import Any
 from langgraph.store.base import GetOp, Op, Result, SearchItem, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import plan_batch
@@ -40,7 +41,6 @@ from langmem_adapters.postgres.search import (
 from langmem_adapters.postgres.sql import (
     Round,
     Statement,
-    Steps,
     item_of,
     search_item_of,
     vec_literal,

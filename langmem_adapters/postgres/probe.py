@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from contextlib import asynccontextmanager, contextmanager
 
 from langmem_adapters.core.calibration import Hit
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.connection import (
     AsyncConnections,
@@ -18,7 +19,7 @@ from langmem_adapters.postgres.connection import (
 )
 from langmem_adapters.postgres.schema import Tables, ann_index_name
 from langmem_adapters.postgres.search import DISTANCE_OPERATOR
-from langmem_adapters.postgres.sql import Answer, Round, Statement, Steps, vec_literal
+from langmem_adapters.postgres.sql import Answer, Round, Statement, vec_literal
 
 __all__ = ["PostgresProbe", "async_calibration_session", "calibration_session"]
 

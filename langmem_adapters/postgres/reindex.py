@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import ItemTexts, embed_missing
 from langmem_adapters.core.identity import Identity
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
@@ -28,7 +29,6 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
-    Steps,
     row_source,
     vec_literal,
     vector_row_source,

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError
-from langmem_adapters.postgres.sql import Round, Statement, Steps
+from langmem_adapters.postgres.sql import Round, Statement
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -14,6 +14,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.calibration import Cold
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.vectors import IndexSpec, SearchStats, search_breadth
 from langmem_adapters.postgres.schema import Tables
@@ -23,7 +24,6 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
-    Steps,
     filter_sql,
     ns_condition,
     row_source,

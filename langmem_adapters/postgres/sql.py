@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
@@ -17,6 +17,7 @@ import orjson
 from langgraph.store.base import Item, SearchItem
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import COMPARISONS, Condition
 from langmem_adapters.core.items import make_item, make_search_item
@@ -73,7 +74,6 @@ Request = Embed | Round
 Answer = list[list[Any]]
 """What a plan is sent back: a round's rows per statement (none for those that do not fetch), or
 an ``Embed``'s vectors."""
-Steps = Generator[Request, Answer, R]
 """A Postgres plan (or sub-plan) returning ``R``."""
 
 #: A live item (never expires, or not yet expired), for the items table aliased ``{a}``.

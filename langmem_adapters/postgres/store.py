@@ -31,10 +31,11 @@ from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
+from langmem_adapters.core.store import AsyncStore, ItemsPage, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import TransientServerError
 from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
@@ -132,7 +133,7 @@ class _PostgresConfig:
         self.tables = Tables(table_prefix)
         self._stats = self._new_stats()
 
-    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[list[Result] | bool]:
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[list[Result] | bool]:
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
         behind the embedder identity check."""
         ops = list(ops)
@@ -178,11 +179,11 @@ class _PostgresConfig:
         spec = self.index_spec
         return PostgresProbe(self._current_tables(), spec) if spec is not None else None
 
-    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
+    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Steps[ItemsPage]:
         """One page of ``iter_items`` (:func:`~langmem_adapters.postgres.export.items_plan`)."""
         return items_plan(self.tables, prefix, after, limit)
 
-    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
+    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
         return guarded(
             self._guard,
@@ -191,7 +192,7 @@ class _PostgresConfig:
             lambda: restore_plan(self._current_tables(), self.index_spec, records),
         )
 
-    def _bulk_start_plan(self) -> Plan[bool] | None:
+    def _bulk_start_plan(self) -> Steps[bool] | None:
         """A bulk load's start: drop the ANN index of an empty vector table, after the identity
         check (:func:`~langmem_adapters.postgres.bulk.drop_if_empty_plan`)."""
         spec = self.index_spec
@@ -204,7 +205,7 @@ class _PostgresConfig:
             lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec),
         )
 
-    def _bulk_finish_plan(self) -> Plan[bool] | None:
+    def _bulk_finish_plan(self) -> Steps[bool] | None:
         """A bulk load's end: build the ANN index if it is missing, then analyze the tables
         (:func:`~langmem_adapters.postgres.bulk.build_index_plan`)."""
         spec = self.index_spec
@@ -213,11 +214,11 @@ class _PostgresConfig:
         t = self._current_tables()
         return build_index_plan(t.vectors(spec), spec, analyze=(t.store,))
 
-    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
+    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Steps[int]:
         """``count`` (:func:`~langmem_adapters.postgres.namespaces.count_plan`)."""
         return count_plan(self.tables, prefix, conditions)
 
-    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
+    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Steps[int]:
         """``delete_namespace`` (:func:`~langmem_adapters.postgres.namespaces.delete_namespace_plan`)."""
         return delete_namespace_plan(self.tables, prefix)
 

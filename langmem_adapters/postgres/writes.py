@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_missing, texts_to_embed
 from langmem_adapters.core.ops import Write
 from langmem_adapters.core.vectors import IndexSpec
@@ -18,7 +19,6 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
-    Steps,
     keep_floats,
     row_source,
     vec_literal,

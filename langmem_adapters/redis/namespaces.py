@@ -15,10 +15,10 @@ atomic, and the registry entries stay until they age out (readers there check ea
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
 from typing import Any
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
 from langmem_adapters.redis.layout import Keys, Mode, text, under
@@ -32,8 +32,6 @@ __all__ = ["count_plan", "delete_namespace_plan"]
 COUNT_PAGE = 10_000
 #: Namespaces whose items one round of a filtered count reads.
 READ_GROUP = 64
-
-Steps = Generator[Round, list[Any], int]
 
 
 def _server_query(prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> str | None:

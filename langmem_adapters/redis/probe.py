@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from langmem_adapters.core.calibration import Hit
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
@@ -25,8 +26,6 @@ from langmem_adapters.redis.search import (
 )
 
 __all__ = ["RedisCalibration", "RedisProbe"]
-
-Steps = Any
 
 
 def _rows(reply: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -22,7 +22,8 @@ from typing import Any, cast
 import numpy as np
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.embedding import Embed, ItemTexts, embed_missing
+from langmem_adapters.core.drive import Steps
+from langmem_adapters.core.embedding import ItemTexts, embed_missing
 from langmem_adapters.core.identity import Identity
 from langmem_adapters.core.records import Cursor
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
@@ -39,7 +40,6 @@ from langmem_adapters.redis.writes import lexical_text
 
 __all__ = ["RedisReindex"]
 
-Steps = Generator[Embed | Round, Any, Any]
 #: How long a shadow outlives an abandoned reindex (its item deleted meanwhile, a run never resumed).
 SHADOW_TTL_S = 7 * 24 * 3600
 #: Catch-up rounds before the switch gives up on items that keep changing.

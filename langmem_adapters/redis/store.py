@@ -28,10 +28,11 @@ import redis.asyncio.cluster as acluster
 import redis.cluster
 from langgraph.store.base import IndexConfig, Op, TTLConfig
 
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import AsyncStore, ItemsPage, Plan, SyncStore
+from langmem_adapters.core.store import AsyncStore, ItemsPage, SyncStore
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 from langmem_adapters.redis.connection import AsyncWire, Wire, ours
@@ -172,7 +173,7 @@ class _RedisConfig(RedisCalibration):
         self.cluster = False
         self._stats = self._new_stats()
 
-    def _ready(self) -> Plan[Mode]:
+    def _ready(self) -> Steps[Mode]:
         """The store's mode, detected first (``setup()``) if the store has not yet."""
         if self.mode is None:
             self.mode = yield from setup_plan(
@@ -180,7 +181,7 @@ class _RedisConfig(RedisCalibration):
             )
         return self.mode
 
-    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Plan[Any]:
+    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
         """The batch plan (see :func:`langmem_adapters.redis.plan.plan`)."""
         mode = self.mode if self.mode is not None else (yield from self._ready())
         ops = list(ops)
@@ -222,12 +223,12 @@ class _RedisConfig(RedisCalibration):
         assert self.index_spec is not None
         return RedisIdentity(self.keys, self.index_spec)
 
-    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Plan[ItemsPage]:
+    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Steps[ItemsPage]:
         """One page of ``iter_items`` (see :func:`langmem_adapters.redis.export.items_plan`)."""
         yield from self._ready()
         return (yield from items_plan(self.keys, prefix, after, limit))
 
-    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Plan[int]:
+    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """One page of ``restore`` (see :func:`langmem_adapters.redis.export.restore_plan`)."""
         mode = yield from self._ready()
         return (
@@ -239,12 +240,12 @@ class _RedisConfig(RedisCalibration):
             )
         )
 
-    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Plan[int]:
+    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Steps[int]:
         """``count`` (see :func:`langmem_adapters.redis.namespaces.count_plan`)."""
         mode = yield from self._ready()
         return (yield from count_plan(self.keys, mode, prefix, conditions))
 
-    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
+    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Steps[int]:
         """``delete_namespace`` (see :func:`langmem_adapters.redis.namespaces.delete_namespace_plan`)."""
         mode = yield from self._ready()
         return (yield from delete_namespace_plan(self.keys, mode, prefix, self.cluster))
