@@ -1,22 +1,28 @@
-"""The batch plan of the Postgres stores, written once for sync and async.
+"""The batch plans of the Postgres stores, written once for sync and async.
 
 A batch runs as a generator that yields requests: ``Embed`` (texts to embed) or ``Round`` (SQL
 statements sent together in one pipeline). The sync and async stores differ only in the driver that
 answers those requests, so both execute exactly the same queries.
+
+:func:`plan` runs in stages: validate the whole batch (``core.ops.plan_batch``), prepare (embed
+the queries and the new texts, size the searches), build the read round, send it with the writes,
+then assemble the results (with the rounds a search may still need: an exact fallback, the
+unscored tail of a short page). :func:`put_if_absent_plan` is the atomic create.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from langgraph.store.base import GetOp, Op, Result, SearchItem, SearchOp
+from langgraph.store.base import GetOp, Op, PutOp, Result, SearchItem, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
-from langmem_adapters.core.ops import plan_batch
+from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.postgres.lexical import (
     lexical_search,
@@ -26,10 +32,12 @@ from langmem_adapters.postgres.lexical import (
     scored_rows,
     terms_refresh,
     vector_op,
-    vector_rows,
 )
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.search import (
+    Shape,
+    Sizes,
+    choose_shape,
     get_statement,
     list_statement,
     plain_search,
@@ -39,6 +47,7 @@ from langmem_adapters.postgres.search import (
     vector_search,
 )
 from langmem_adapters.postgres.sql import (
+    ItemRow,
     Round,
     Statement,
     item_of,
@@ -52,166 +61,246 @@ from langmem_adapters.postgres.writes import (
     write_vectors,
 )
 
-__all__ = ["plan"]
+__all__ = ["plan", "put_if_absent_plan"]
+
+Refresh = dict[tuple[str, str], None]
+"""The items (namespace text, key) whose TTL a batch's reads refresh, in the order read."""
+
+
+class _Prepared(NamedTuple):
+    """What a batch needs before its first read: query vectors, put vectors, search sizes."""
+
+    queries: dict[str, str]  # vector literal by query text
+    vectors: ItemVectors
+    sizes: Sizes
+
+
+@dataclass
+class _Search:
+    """One search of the batch: where its rows come back in the read round, and how they are read."""
+
+    index: int  # its place in the batch's results
+    op: SearchOp
+    conditions: tuple[Condition, ...]
+    at: int  # the position of its rows (its vector or plain statement) in the round
+    qvec: str | None = None  # a vector search's query vector
+    shape: Shape | None = None  # how a vector search's rows are read
+    lexical_at: int | None = None  # a hybrid search's lexical statement
+
+
+@dataclass
+class _Reads:
+    """The batch's read statements and where each read's rows come back."""
+
+    statements: list[Statement] = field(default_factory=list)
+    gets_at: int | None = None
+    searches: list[_Search] = field(default_factory=list)
+    lists: list[tuple[int, int]] = field(default_factory=list)  # (result index, position)
+
+
+class _Tail(NamedTuple):
+    """A short page of scored items, to end with unscored ones read by ``statement``."""
+
+    op: SearchOp
+    page: list[SearchItem]
+    statement: Statement
 
 
 def plan(
-    t: Tables,
-    spec: IndexSpec | None,
-    ops: Iterable[Op],
-    *,
-    if_absent: bool = False,
-    stats: SearchStats | None = None,
-) -> Steps[list[Result] | bool]:
-    """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one transaction."""
+    t: Tables, spec: IndexSpec | None, ops: Iterable[Op], *, stats: SearchStats | None = None
+) -> Steps[list[Result]]:
+    """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one
+    transaction."""
     op_list, batch = plan_batch(ops)
     results: list[Result] = [None] * len(op_list)
-    refresh: dict[tuple[str, str], None] = {}
-    if not (batch.searches or batch.lists or batch.writes):
-        # Only gets (the commonest batch): one statement, and none of the work below.
-        if batch.gets:
-            (rows,) = yield Round([get_statement(t, batch.gets)])
-            _get_results(batch.gets, rows, results, refresh)
-        if refresh:
-            yield Round([refresh_statement(t, list(refresh))], writes=True)
-        return results
-    if spec is None and not (batch.gets or batch.searches or batch.lists):
-        # Only writes, and no vectors to write (the commonest write): one round, none of the read work.
-        item_writes, _ = write_statements(t, None, batch.writes, {}, if_absent)
-        rows = yield Round(item_writes, tx=if_absent)
-        return bool(rows[0]) if if_absent else results
-    qvecs: dict[str, str] = {}
-    vectors: ItemVectors = {}
-    if spec is not None:
-        qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), vec_literal)
-        vectors = yield from write_vectors(t, spec, batch.writes)
-    stats = stats or SearchStats()
-    if qvecs and spec is not None and spec.hybrid is not None and stats.lexicon.stale():
-        # The lexical side's copy of the word statistics, renewed about once a minute.
-        yield Round([terms_refresh(t, spec)], writes=True)
-        stats.lexicon.mark()
-    ef, narrow, broad = 100, set[str](), set[str]()
-    if qvecs and spec is not None and spec.kind != "exact":
-        ef, narrow, broad = yield from search_sizes(
-            t, spec, batch.searches, stats, list(qvecs.values())
-        )
-
-    statements: list[Statement] = []
-    if batch.gets:
-        statements.append(get_statement(t, batch.gets))
-    searches: list[tuple[int, SearchOp, tuple[Condition, ...], int, int | None]] = []
-    lexical: dict[int, int] = {}  # a hybrid search's lexical statement, by op
-    for i, op, conds in batch.searches:
-        qvec = qvecs.get(op.query or "")
-        if qvec is None or spec is None:
-            searches.append((i, op, conds, len(statements), None))
-            statements.append(plain_search(t, op, conds))
-        else:
-            prefix = nsp.join(op.namespace_prefix)
-            scan = spec.kind == "exact" or prefix in narrow
-            vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
-            n = None if scan and conds else vector_rows(spec, vop)
-            n = None if spec.kind == "exact" else n
-            stmts = vector_search(
-                ef, t, spec, vop, conds, qvec, n, exact=scan, broad=prefix in broad
-            )
-            statements += stmts
-            searches.append((i, op, conds, len(statements) - 1, n))
-            if spec.hybrid is not None:  # the lexical side, in the same round
-                if n is not None:  # rows pooled and sorted here: the settings ride in them
-                    statements[-1] = riding(statements[-1])
-                else:
-                    statements.append(lexical_settings())
-                candidates = spec.hybrid.candidates(op.offset, op.limit)
-                statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates))
-                lexical[i] = len(statements) - 1
-    lists = []
-    for i, list_op in batch.lists:
-        lists.append((i, len(statements)))
-        statements.append(list_statement(t, list_op))
-    n_reads = len(statements)
-    item_writes, vector_writes = (
-        write_statements(t, spec, batch.writes, vectors, if_absent) if batch.writes else ([], [])
-    )
-    writes = item_writes if if_absent else item_writes + vector_writes
+    refresh: Refresh = {}
+    prepared = yield from _prepare(t, spec, batch, stats or SearchStats())
+    reads = _read_round(t, spec, batch, prepared)
+    items, vectors = write_statements(t, spec, batch.writes, prepared.vectors)
+    writes = items + vectors
     # An exact fallback query, or the unscored tail of a short page, runs in a later round; when the
     # batch also writes, send the reads first so that every read of the batch sees the state before
     # its writes.
-    reads_first = bool(writes) and any(op.query in qvecs for _, op, *_ in searches)
-    if not statements and not writes:
-        return results
+    reads_first = bool(writes) and any(s.qvec is not None for s in reads.searches)
     if reads_first:
-        rows = yield Round(statements)
-        write_rows: list[Any] = []
+        rows = yield Round(reads.statements)
+    elif reads.statements or writes:
+        rows = yield Round(reads.statements + writes)
     else:
-        rows = yield Round(statements + writes, tx=if_absent)
-        write_rows = rows[n_reads:]
-
-    if batch.gets:
-        _get_results(batch.gets, rows[0], results, refresh)
-    tails: list[tuple[SearchOp, list[SearchItem], Statement]] = []
-    for i, op, conds, pos, n in searches:
-        got = rows[pos]
-        if op.query and spec is not None and qvecs.get(op.query):
-            vop = vector_op(spec, op)
-            if n is not None:
-                pooled = pool_candidates(got)
-                if len(pooled) < needed(vop):
-                    # The ANN window (or the iterative scan's budget) ran short for this filter or
-                    # page: answer exactly, so a page is never short while more matches exist.
-                    (got,) = yield Round(
-                        vector_search(ef, t, spec, vop, conds, qvecs[op.query], None)
-                    )
-                else:
-                    got = pooled[vop.offset : vop.offset + vop.limit]
-            scored = scored_rows(spec, op, got, rows[lexical[i]] if i in lexical else None)
-            got = [r for r, _ in scored]
-            page = [search_item_of(r, score) for r, score in scored]
-            results[i] = page
-            if len(got) < op.limit:  # the scored items ran out: the page ends with unscored ones
-                # A whole page's worth: the rows of items scored above are skipped below.
-                tails.append((op, page, unscored_search(t, spec, op, conds, op.limit, not got)))
-        else:
-            results[i] = [search_item_of(r, None) for r in got]
-        if op.refresh_ttl:
-            refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)
-    tail_rows = (yield Round([s for *_, s in tails])) if tails else []
-    for (op, page, _), got in zip(tails, tail_rows):
-        # The tail reads in its own transaction: an item scored above and rewritten unindexed
-        # since would come back unscored; it stays where it was scored.
-        seen = {(item.namespace, item.key) for item in page}
-        room = op.limit - len(page)
-        got = [r for r in got if (nsp.split(r[0]), r[1]) not in seen][:room]
-        page += [search_item_of(r, None) for r in got]
-        if op.refresh_ttl:
-            refresh.update(((r[0], r[1]), None) for r in got if r[5] is not None)
-    for i, pos in lists:
-        results[i] = [tuple(r[0]) for r in rows[pos]]
+        return results
+    yield from _assemble(t, spec, batch, reads, rows, results, refresh)
     if reads_first:
         yield Round(writes)
     if refresh:
         yield Round([refresh_statement(t, list(refresh))], writes=True)
-    if if_absent:
-        # Only a created item gets vectors: a live item that won the race keeps its own.
-        created = bool(write_rows[0])
-        if created and vector_writes:
-            yield Round(vector_writes)
-        return created
     return results
+
+
+def put_if_absent_plan(t: Tables, spec: IndexSpec | None, op: PutOp) -> Steps[bool]:
+    """Create the item only if no live item has its key; whether it did. Only a created item gets
+    vectors, in the same transaction: a live item that won the race keeps its own."""
+    _, batch = plan_batch([op])
+    vectors: ItemVectors = {}
+    if spec is not None:
+        vectors = yield from write_vectors(t, spec, batch.writes)
+    items, vector_writes = write_statements(t, spec, batch.writes, vectors, if_absent=True)
+    (written, *_) = yield Round(items, tx=True)
+    if written and vector_writes:
+        yield Round(vector_writes)
+    return bool(written)
+
+
+def _prepare(
+    t: Tables, spec: IndexSpec | None, batch: Batch, stats: SearchStats
+) -> Steps[_Prepared]:
+    """Embed the batch's queries and new texts; renew the lexical side's word statistics when they
+    are due; size the vector searches."""
+    if spec is None:
+        return _Prepared({}, {}, Sizes())
+    queries = yield from embed_queries(spec, (op for _, op, _ in batch.searches), vec_literal)
+    vectors = yield from write_vectors(t, spec, batch.writes)
+    if queries and spec.hybrid is not None and stats.lexicon.stale():
+        # The lexical side's copy of the word statistics, renewed about once a minute.
+        yield Round([terms_refresh(t, spec)], writes=True)
+        stats.lexicon.mark()
+    sizes = Sizes()
+    if queries and spec.kind != "exact":
+        sizes = yield from search_sizes(t, spec, batch.searches, stats, list(queries.values()))
+    return _Prepared(queries, vectors, sizes)
+
+
+def _read_round(t: Tables, spec: IndexSpec | None, batch: Batch, prepared: _Prepared) -> _Reads:
+    """The statements of every read of the batch, for one round."""
+    reads = _Reads()
+    if batch.gets:
+        reads.gets_at = 0
+        reads.statements.append(get_statement(t, batch.gets))
+    for i, op, conds in batch.searches:
+        qvec = prepared.queries.get(op.query or "")
+        if qvec is None or spec is None:
+            reads.searches.append(_Search(i, op, conds, len(reads.statements)))
+            reads.statements.append(plain_search(t, op, conds))
+        else:
+            reads.searches.append(_vector_reads(t, spec, reads, (i, op, conds), qvec, prepared))
+    for i, list_op in batch.lists:
+        reads.lists.append((i, len(reads.statements)))
+        reads.statements.append(list_statement(t, list_op))
+    return reads
+
+
+def _vector_reads(
+    t: Tables,
+    spec: IndexSpec,
+    reads: _Reads,
+    search: tuple[int, SearchOp, tuple[Condition, ...]],
+    qvec: str,
+    prepared: _Prepared,
+) -> _Search:
+    """Add a vector search's statements (and a hybrid search's lexical side) to the round."""
+    i, op, conds = search
+    vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
+    shape = choose_shape(spec, vop, conds, prepared.sizes)
+    statements = reads.statements
+    statements += vector_search(t, spec, vop, conds, qvec, shape, prepared.sizes)
+    found = _Search(i, op, conds, len(statements) - 1, qvec, shape)
+    if spec.hybrid is not None:  # the lexical side, in the same round
+        if shape is not Shape.EXACT:  # rows pooled and sorted here: the settings ride in them
+            statements[-1] = riding(statements[-1])
+        else:
+            statements.append(lexical_settings())
+        candidates = spec.hybrid.candidates(op.offset, op.limit)
+        statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates))
+        found.lexical_at = len(statements) - 1
+    return found
+
+
+def _assemble(
+    t: Tables,
+    spec: IndexSpec | None,
+    batch: Batch,
+    reads: _Reads,
+    rows: list[Any],
+    results: list[Result],
+    refresh: Refresh,
+) -> Steps[None]:
+    """Fill the results from the round's rows, with the rounds a search may still need."""
+    if reads.gets_at is not None:
+        _get_results(batch.gets, rows[reads.gets_at], results, refresh)
+    tails: list[_Tail] = []
+    got: Sequence[Sequence[Any]]
+    for s in reads.searches:
+        if s.qvec is None or spec is None:
+            got = [ItemRow._make(r) for r in rows[s.at]]
+            results[s.index] = [search_item_of(r, None) for r in got]
+        else:
+            scored = yield from _vector_page(t, spec, s, rows)
+            got = [r for r, _ in scored]
+            page = [search_item_of(r, score) for r, score in scored]
+            results[s.index] = page
+            if len(got) < s.op.limit:  # the scored items ran out: the page ends with unscored ones
+                # A whole page's worth: the rows of items scored above are skipped below.
+                unscored = unscored_search(t, spec, s.op, s.conditions, s.op.limit, not got)
+                tails.append(_Tail(s.op, page, unscored))
+        _note_refresh(refresh, s.op, got)
+    if tails:
+        tail_rows = yield Round([tail.statement for tail in tails])
+        for tail, tail_got in zip(tails, tail_rows):
+            _end_page(tail, tail_got, refresh)
+    for i, at in reads.lists:
+        results[i] = [tuple(labels) for (labels,) in rows[at]]
+
+
+def _vector_page(
+    t: Tables, spec: IndexSpec, s: _Search, rows: list[Any]
+) -> Steps[list[tuple[Sequence[Any], float]]]:
+    """A vector (or hybrid) search's scored page from its rows: the page itself (``EXACT``), else
+    the candidates pooled, or the exact query when they ran short."""
+    assert s.qvec is not None
+    vop = vector_op(spec, s.op)
+    got: Sequence[Sequence[Any]] = rows[s.at]
+    if s.shape is not Shape.EXACT:
+        pooled = pool_candidates(got)
+        if len(pooled) < needed(vop):
+            # The ANN window (or the iterative scan's budget) ran short for this filter or
+            # page: answer exactly, so a page is never short while more matches exist.
+            exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT)
+            (got,) = yield Round(exact)
+        else:
+            got = pooled[vop.offset : vop.offset + vop.limit]
+    lexical = rows[s.lexical_at] if s.lexical_at is not None else None
+    return scored_rows(spec, s.op, got, lexical)
+
+
+def _end_page(tail: _Tail, rows: list[Sequence[Any]], refresh: Refresh) -> None:
+    """End a short page with the unscored items of its tail statement.
+
+    The tail reads in its own transaction: an item scored above and rewritten unindexed since
+    would come back unscored; it stays where it was scored."""
+    seen = {(item.namespace, item.key) for item in tail.page}
+    room = tail.op.limit - len(tail.page)
+    got = [r for r in map(ItemRow._make, rows) if (nsp.split(r.ns), r.key) not in seen][:room]
+    tail.page.extend(search_item_of(r, None) for r in got)
+    _note_refresh(refresh, tail.op, got)
+
+
+def _note_refresh(refresh: Refresh, op: SearchOp, rows: Iterable[Sequence[Any]]) -> None:
+    """Note the items of a search's page whose TTL it refreshes (``ITEM_COLUMNS`` rows)."""
+    if op.refresh_ttl:
+        refresh.update(((ns, key), None) for ns, key, _, _, _, ttl, *_ in rows if ttl is not None)
 
 
 def _get_results(
     gets: list[tuple[int, GetOp]],
     rows: list[Sequence[Any]],
     results: list[Result],
-    refresh: dict[tuple[str, str], None],
+    refresh: Refresh,
 ) -> None:
     """Fill the gets' results from the get statement's rows; note the items whose TTL to refresh."""
-    found = {(r[0], r[1]): r for r in rows}
+    found = {(r.ns, r.key): r for r in map(ItemRow._make, rows)}
     for i, op in gets:
         row = found.get((nsp.join(op.namespace), op.key))
         if row is None:
             continue
-        if op.refresh_ttl and row[5] is not None:
-            refresh[(row[0], row[1])] = None
+        if op.refresh_ttl and row.ttl_minutes is not None:
+            refresh[(row.ns, row.key)] = None
         results[i] = item_of(row)

@@ -5,10 +5,11 @@ sizes that choose between an exact scan and the ANN index, and the pooling of AN
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
+from enum import Enum
 from functools import lru_cache
 from itertools import takewhile
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
 
@@ -17,13 +18,17 @@ from langmem_adapters.core.calibration import Cold
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.vectors import IndexSpec, SearchStats, search_breadth
+from langmem_adapters.postgres.lexical import vector_rows
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.sql import (
     ITEM_COLUMNS,
     KEY,
     LIVE,
     Round,
+    Sql,
     Statement,
+    VectorRow,
+    compose,
     filter_sql,
     ns_condition,
     row_source,
@@ -35,6 +40,9 @@ __all__ = [
     "EF_SEARCH",
     "EXACT_BELOW",
     "WALK_BELOW",
+    "Shape",
+    "Sizes",
+    "choose_shape",
     "get_statement",
     "list_statement",
     "plain_search",
@@ -127,13 +135,24 @@ EF_SEARCH = ((12_000, 100), (20_000, 140), (50_000, 300), (100_000, 400), (100_0
 EXACT_BELOW = 1000
 
 
+class Sizes(NamedTuple):
+    """What a batch's vector searches are planned with (``search_sizes``)."""
+
+    #: The HNSW search breadth.
+    ef: int = 100
+    #: The namespace prefixes to scan exactly.
+    narrow: Set[str] = frozenset()
+    #: The namespace prefixes holding at least half of the vectors.
+    broad: Set[str] = frozenset()
+
+
 def search_sizes(
     t: Tables,
     spec: IndexSpec,
     searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
     stats: SearchStats,
     queries: Sequence[str] = (),
-) -> Steps[tuple[int, set[str], set[str]]]:
+) -> Steps[Sizes]:
     """HNSW search breadth (explicit ``ef_search``, else the calibrated one, else by the table's
     size); the namespace prefixes of this batch's vector searches to scan exactly (holding at most
     ``exact_below`` vectors, or as many as calibration found a scan cheaper for, or all when it chose
@@ -184,122 +203,184 @@ def search_sizes(
     narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
     # A count at the cap says only "large": broad only when the whole table was counted too.
     broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}
-    return ef, narrow, broad
+    return Sizes(ef, narrow, broad)
+
+
+class Shape(Enum):
+    """The SQL shape of a vector search: how its rows are read."""
+
+    #: Every vector under the prefix whose item passes the filters, each item's nearest, paged in
+    #: SQL: exact. An exact index, a small prefix with filters, and the fallback of a short pool.
+    EXACT = "exact"
+    #: The nearest vectors under a small prefix by a scan of its range (no ANN index), then their
+    #: live items: exact, pooled here.
+    SCAN = "scan"
+    #: The ANN index's nearest vectors of the whole table, then their live items; its settings
+    #: ride in the statement.
+    GLOBAL = "global"
+    #: The ANN index's nearest vectors under a prefix, then their live items.
+    NEAREST = "nearest"
+    #: The ANN index's nearest vectors whose items are live, under the prefix and pass the filters.
+    FILTERED = "filtered"
+
+
+def choose_shape(
+    spec: IndexSpec, op: SearchOp, conditions: tuple[Condition, ...], sizes: Sizes
+) -> Shape:
+    """The shape of ``op``'s vector search, by the index kind, the prefix's size and the filters."""
+    scan = nsp.join(op.namespace_prefix) in sizes.narrow
+    if spec.kind == "exact" or (scan and conditions):
+        return Shape.EXACT
+    if scan:
+        return Shape.SCAN
+    if conditions:
+        return Shape.FILTERED
+    if not op.namespace_prefix and spec.kind == "hnsw":
+        return Shape.GLOBAL
+    return Shape.NEAREST
 
 
 def vector_search(
-    ef: int,
     t: Tables,
     spec: IndexSpec,
     op: SearchOp,
     conditions: tuple[Condition, ...],
     qvec: str,
-    candidates: int | None,
-    exact: bool = False,
-    broad: bool = False,
+    shape: Shape,
+    sizes: Sizes | None = None,
 ) -> list[Statement]:
-    """ANN candidates (``candidates`` rows, iterative index scan unless the prefix is ``broad``), the
-    exact nearest ``candidates`` vectors (``exact``, without item conditions), or with ``None`` exact
-    per-item scores."""
-    vt = t.vectors(spec)
-    dist = f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})"
-    ns_sql, ns_params = ns_condition("v.ns", op.namespace_prefix, estimable=True)
-    s_ns_sql, s_ns_params = ns_condition("s.ns", op.namespace_prefix, estimable=True)
-    f_sql, f_params = filter_sql(conditions, "s.value")
-    where = f"{ns_sql} AND {s_ns_sql} AND {LIVE.format(a='s')} AND {f_sql}"
-    ns_params = ns_params + s_ns_params
-    join = f"FROM {vt} v JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key"
-    if candidates is None:
-        return [
-            Statement(
-                f"SELECT {ITEM_COLUMNS.format(a='s')}, min({dist}) AS d {join} WHERE {where} "
-                f"GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key LIMIT %s OFFSET %s",
-                [qvec, *ns_params, *f_params, op.limit, op.offset],
-            )
-        ]
-    if exact and not conditions:
+    """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS`` and the distance;
+    its rows come back from the last one): the page itself for ``EXACT``, else
+    ``vector_rows(spec, op)`` candidate vectors to pool (``pool_candidates``). ``sizes``: the
+    batch's (``search_sizes``), which an ANN shape's settings need."""
+    sizes = Sizes() if sizes is None else sizes
+    dist = Sql(f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})", [qvec])
+    if shape is Shape.EXACT or shape is Shape.FILTERED:
+        return _filtered(t, spec, op, conditions, dist, shape, sizes)
+    rows = vector_rows(spec, op)
+    if shape is Shape.SCAN:
         # "+ 0": an expression the ANN index cannot serve, so the plan is a scan of the prefix's
         # range, and one that a prepared statement can keep (generic) without planning per call.
         # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
-        range_sql, range_params = ns_condition("v.ns", op.namespace_prefix)
-        return [
-            Statement(
-                f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key, {dist} AS d "
-                f"FROM {vt} v WHERE {range_sql} ORDER BY {dist} + 0, v.ns, v.key LIMIT {int(candidates)}) c "
-                f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
-                [qvec, *range_params, qvec],
-            )
-        ]
-    ef = max(ef, candidates)
-    if conditions:
-        # Planned for its parameters every time: whether the ANN index or the namespace ranges and
-        # item filters serve it depends on how much of the table they keep.
-        plan_mode = "set_config('plan_cache_mode', 'force_custom_plan', true)"
-    else:
-        # A prefix holding more than ``exact_below`` vectors, nothing else to filter: always the ANN
-        # index, so one plan is kept (planning cost ~0.4 ms a search). Without sorts allowed, the
-        # index is the only way to the nearest rows, whatever the unknown parameters suggest.
-        plan_mode = (
-            "set_config('plan_cache_mode', 'force_generic_plan', true), "
-            "set_config('enable_sort', 'off', true)"
-        )
-    # An iterative scan keeps every candidate it passes over, which costs ~20% of a search; a prefix
-    # holding at least half of the vectors (nothing else to filter) finds its page within ``ef``
-    # candidates, and a short pool still falls back to the exact query.
-    iterative = "off" if broad and not conditions else "relaxed_order"
-    engine, width = "hnsw", ("ef_search", str(min(ef, 1000)))
-    if spec.kind == "ivfflat":
-        engine, width = "ivfflat", ("probes", str(int(spec.ann.get("probes", 10))))
-    knobs = (
-        f"set_config('{engine}.{width[0]}', %s, true), "
-        f"set_config('{engine}.iterative_scan', '{iterative}', true)"
+        where = Sql(*ns_condition("v.ns", op.namespace_prefix))
+        return [_nearest_items(t, spec, dist, where, compose(dist, "+ 0, v.ns, v.key"), rows)]
+    knobs = _ann_settings(
+        spec, sizes, rows, iterative=nsp.join(op.namespace_prefix) not in sizes.broad
     )
-    pick = f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM"
-    nearest = f"SELECT v.ns, v.key, {dist} AS d FROM {vt} v WHERE"
-    items = f"JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}"
-    limit = f"ORDER BY {dist} LIMIT {int(candidates)}"
-    if not conditions and not op.namespace_prefix and engine == "hnsw":
+    if shape is Shape.GLOBAL:
         # A global search has no parameter a plan could misjudge (its plan depends on the tables
         # alone), so its settings ride in the query: one statement, not a pipeline of two (~0.25 ms).
         # The one-time filter above the index scan sets them before the scan reads them, which
         # pgvector's HNSW scan does on its first row (IVFFlat reads its probes earlier).
-        return [
-            Statement(
-                f"{pick} (SELECT {knobs}) AS g (a, b), LATERAL ({nearest} g.a IS NOT NULL "
-                f"AND g.b IS NOT NULL {limit}) c {items}",
-                [width[1], qvec, qvec],
-            )
-        ]
-    settings = Statement(f"SELECT {knobs}, {plan_mode}", [width[1]])
-    if not conditions:
-        # Nothing to filter on the items: take the nearest vectors first and read only their items
-        # (a live check can drop some; a short pool then falls back to the exact query). The LIMIT
-        # is part of the text: with it a parameter, the kept generic plan would expect a tenth of
-        # the vectors back and hash-join them with a scan of every item.
-        return [
-            settings,
-            Statement(
-                f"{pick} ({nearest} {ns_sql} {limit}) c {items}",
-                [qvec, *ns_params[: len(ns_params) // 2], qvec],
-            ),
-        ]
+        ride = compose("(SELECT", knobs, ") AS g (a, b), LATERAL")
+        where = Sql("g.a IS NOT NULL AND g.b IS NOT NULL")
+        return [_nearest_items(t, spec, dist, where, dist, rows, ride)]
+    # Nothing to filter on the items: take the nearest vectors first and read only their items
+    # (a live check can drop some; a short pool then falls back to the exact query). The LIMIT
+    # is part of the text: with it a parameter, the kept generic plan would expect a tenth of
+    # the vectors back and hash-join them with a scan of every item.
+    where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True))
     return [
-        settings,
-        Statement(
-            f"SELECT {ITEM_COLUMNS.format(a='s')}, {dist} AS d {join} WHERE {where} ORDER BY {dist} LIMIT %s",
-            [qvec, *ns_params, *f_params, qvec, candidates],
-        ),
+        compose("SELECT", knobs, ",", _GENERIC_PLAN).statement(),
+        _nearest_items(t, spec, dist, where, dist, rows),
     ]
 
 
-def pool_candidates(rows: list[Sequence[Any]]) -> list[Sequence[Any]]:
+#: A prefix holding more than ``exact_below`` vectors, nothing else to filter: always the ANN index,
+#: so one plan is kept (planning cost ~0.4 ms a search). Without sorts allowed, the index is the
+#: only way to the nearest rows, whatever the unknown parameters suggest.
+_GENERIC_PLAN = (
+    "set_config('plan_cache_mode', 'force_generic_plan', true), "
+    "set_config('enable_sort', 'off', true)"
+)
+#: Filtered: planned for its parameters every time, since whether the ANN index or the namespace
+#: ranges and item filters serve it depends on how much of the table they keep.
+_CUSTOM_PLAN = "set_config('plan_cache_mode', 'force_custom_plan', true)"
+
+
+def _ann_settings(spec: IndexSpec, sizes: Sizes, rows: int, *, iterative: bool) -> Sql:
+    """The ANN index's search settings, two values (for recall, not speed): its breadth, at least
+    the ``rows`` wanted, and its iterative scan, which keeps going past the breadth until enough
+    rows passed the conditions. An iterative scan keeps every candidate it passes over, which costs
+    ~20% of a search; a prefix holding at least half of the vectors, nothing else to filter
+    (``iterative`` false), finds its page within the breadth, and a short pool still falls back to
+    the exact query."""
+    mode = "relaxed_order" if iterative else "off"
+    if spec.kind == "ivfflat":
+        engine, width = "ivfflat.probes", int(spec.ann.get("probes", 10))
+        scan = "ivfflat.iterative_scan"
+    else:
+        engine, width = "hnsw.ef_search", min(max(sizes.ef, rows), 1000)
+        scan = "hnsw.iterative_scan"
+    return Sql(
+        f"set_config('{engine}', %s, true), set_config('{scan}', '{mode}', true)", [str(width)]
+    )
+
+
+def _nearest_items(
+    t: Tables, spec: IndexSpec, dist: Sql, where: Sql, order: Sql, rows: int, source: Sql | str = ""
+) -> Statement:
+    """The nearest ``rows`` vectors (``where``, by ``order``; after ``source`` in the FROM list),
+    then their live items with the distance."""
+    return compose(
+        f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM",
+        source,
+        "(SELECT v.ns, v.key,",
+        dist,
+        f"AS d FROM {t.vectors(spec)} v WHERE",
+        where,
+        "ORDER BY",
+        order,
+        f"LIMIT {int(rows)}) c JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key",
+        f"WHERE {LIVE.format(a='s')}",
+    ).statement()
+
+
+def _filtered(
+    t: Tables,
+    spec: IndexSpec,
+    op: SearchOp,
+    conditions: tuple[Condition, ...],
+    dist: Sql,
+    shape: Shape,
+    sizes: Sizes,
+) -> list[Statement]:
+    """``EXACT`` (every match, min distance per item, the page in SQL) or ``FILTERED`` (the ANN
+    index's nearest matching vectors, after the settings): the vectors joined with their items
+    under the prefix, live and passing the filters."""
+    where = compose(
+        Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True)),
+        "AND",
+        Sql(*ns_condition("s.ns", op.namespace_prefix, estimable=True)),
+        f"AND {LIVE.format(a='s')} AND",
+        Sql(*filter_sql(conditions, "s.value")),
+    )
+    items = f"{ITEM_COLUMNS.format(a='s')},"
+    join = f"FROM {t.vectors(spec)} v JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key WHERE"
+    if shape is Shape.EXACT:
+        page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
+        order = "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key"
+        return [
+            compose("SELECT", items, "min(", dist, ") AS d", join, where, order, page).statement()
+        ]
+    rows = vector_rows(spec, op)
+    knobs = _ann_settings(spec, sizes, rows, iterative=True)
+    return [
+        compose("SELECT", knobs, ",", _CUSTOM_PLAN).statement(),
+        compose(
+            "SELECT", items, dist, "AS d", join, where, "ORDER BY", dist, Sql("LIMIT %s", [rows])
+        ).statement(),
+    ]
+
+
+def pool_candidates(rows: Sequence[Sequence[Any]]) -> list[VectorRow]:
     """Best (smallest-distance) row per item, best first: one result per item however many vectors."""
-    best: dict[tuple[str, str], Sequence[Any]] = {}
-    for row in rows:
-        k = (row[0], row[1])
-        if k not in best or row[6] < best[k][6]:
+    best: dict[tuple[str, str], VectorRow] = {}
+    for row in map(VectorRow._make, rows):
+        k = (row.ns, row.key)
+        if k not in best or row.distance < best[k].distance:
             best[k] = row
-    return sorted(best.values(), key=lambda r: (r[6], r[0], r[1]))
+    return sorted(best.values(), key=lambda r: (r.distance, r.ns, r.key))
 
 
 def unscored_search(

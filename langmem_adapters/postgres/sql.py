@@ -10,30 +10,31 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from functools import lru_cache
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import orjson
 from langgraph.store.base import Item, SearchItem
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import COMPARISONS, Condition
 from langmem_adapters.core.items import make_item, make_search_item
-
-R = TypeVar("R")
 
 __all__ = [
     "ITEM_COLUMNS",
     "KEY",
     "LIVE",
     "Answer",
+    "ItemRow",
     "Request",
     "Round",
+    "Sql",
     "Statement",
-    "Steps",
+    "VectorRow",
     "VectorRows",
+    "compose",
     "filter_sql",
     "item_of",
     "keep_floats",
@@ -52,6 +53,54 @@ class Statement(NamedTuple):
     sql: str
     params: Sequence[Any] = ()
     fetch: bool = True
+
+
+class Sql(NamedTuple):
+    """A fragment of SQL text with the parameters of its placeholders, in order. Fragments are
+    joined with :func:`compose`, so a parameter always travels with the text that uses it."""
+
+    text: str
+    params: Sequence[Any] = ()
+
+    def statement(self, *, fetch: bool = True) -> Statement:
+        """This fragment as a whole statement."""
+        return Statement(self.text, list(self.params), fetch)
+
+
+def compose(*parts: Sql | str) -> Sql:
+    """``parts`` joined by spaces, with their parameters in the same order (a string: plain text)."""
+    texts: list[str] = []
+    params: list[Any] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        else:
+            texts.append(part.text)
+            params += part.params
+    return Sql(" ".join(texts), params)
+
+
+class ItemRow(NamedTuple):
+    """A row read with ``ITEM_COLUMNS``."""
+
+    ns: str
+    key: str
+    value: Any
+    created_at: datetime
+    updated_at: datetime
+    ttl_minutes: float | None
+
+
+class VectorRow(NamedTuple):
+    """A vector search's row: ``ITEM_COLUMNS``, then the distance of the item's (nearest) vector."""
+
+    ns: str
+    key: str
+    value: Any
+    created_at: datetime
+    updated_at: datetime
+    ttl_minutes: float | None
+    distance: float
 
 
 class Round(NamedTuple):
@@ -74,7 +123,6 @@ Request = Embed | Round
 Answer = list[list[Any]]
 """What a plan is sent back: a round's rows per statement (none for those that do not fetch), or
 an ``Embed``'s vectors."""
-"""A Postgres plan (or sub-plan) returning ``R``."""
 
 #: A live item (never expires, or not yet expired), for the items table aliased ``{a}``.
 LIVE = "({a}.expires_at IS NULL OR {a}.expires_at > now())"
@@ -236,10 +284,12 @@ def vec_literal(v: Sequence[float]) -> str:
 
 
 def item_of(row: Sequence[Any]) -> Item:
-    """The ``Item`` of a row read with ``ITEM_COLUMNS``."""
-    return make_item(nsp.split(row[0]), row[1], row[2], row[3], row[4])
+    """The ``Item`` of a row read with ``ITEM_COLUMNS`` (an ``ItemRow``, or one with more columns)."""
+    ns, key, value, created_at, updated_at = row[:5]
+    return make_item(nsp.split(ns), key, value, created_at, updated_at)
 
 
 def search_item_of(row: Sequence[Any], score: float | None) -> SearchItem:
     """The ``SearchItem`` of a row read with ``ITEM_COLUMNS``, with its score."""
-    return make_search_item(nsp.split(row[0]), row[1], row[2], row[3], row[4], score)
+    ns, key, value, created_at, updated_at = row[:5]
+    return make_search_item(nsp.split(ns), key, value, created_at, updated_at, score)

@@ -24,10 +24,10 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 import psycopg
-from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
+from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -50,7 +50,7 @@ from langmem_adapters.postgres.connection import (
 from langmem_adapters.postgres.export import items_plan, restore_plan
 from langmem_adapters.postgres.identity import PostgresIdentity, setup_steps
 from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
-from langmem_adapters.postgres.plan import plan
+from langmem_adapters.postgres.plan import plan, put_if_absent_plan
 from langmem_adapters.postgres.probe import (
     PostgresProbe,
     async_calibration_session,
@@ -141,8 +141,10 @@ class _PostgresConfig:
             self._guard,
             self.index_spec,
             self._identity_access,
-            lambda: plan(
-                self._current_tables(), self.index_spec, ops, if_absent=if_absent, stats=self._stats
+            lambda: (
+                put_if_absent_plan(self._current_tables(), self.index_spec, cast(PutOp, ops[0]))
+                if if_absent
+                else plan(self._current_tables(), self.index_spec, ops, stats=self._stats)
             ),
             ops,
         )

@@ -84,30 +84,52 @@ def write_statements(
     spec: IndexSpec | None,
     writes: list[Write],
     vectors: ItemVectors,
+    *,
     if_absent: bool = False,
     stamps: Mapping[tuple[str, str], Stamps] | None = None,
 ) -> tuple[list[Statement], list[Statement]]:
     """Item statements (deletes, namespace registration, upserts) and the vector replacement after
-    them. With ``stamps`` (per item key) the puts are a restore's: each item gets exactly those
-    timestamps and expiry (with its ``ttl``) instead of ``now()``-based ones."""
-    statements: list[Statement] = []
+    them. ``if_absent``: the upsert writes only over an expired item and returns the row it wrote
+    (``put_if_absent``). With ``stamps`` (per item key) the puts are a restore's: each item gets
+    exactly those timestamps and expiry (with its ``ttl``) instead of ``now()``-based ones."""
     # One lock order for every statement (the stored text order): concurrent batches cannot deadlock.
     writes = sorted(writes, key=lambda w: (nsp.join(w.namespace), w.key))
     deletes = [w for w in writes if w.value_json is None]
     puts = [w for w in writes if w.value_json is not None]
-    if deletes:
-        source, params = row_source(KEY, [(nsp.join(w.namespace), w.key) for w in deletes])
-        statements.append(
-            Statement(
-                f"DELETE FROM {t.store} s USING {source} WHERE s.ns = r.ns AND s.key = r.key",
-                params,
-                fetch=False,
-            )
-        )
+    statements = [_delete_statement(t, deletes)] if deletes else []
     if not puts:
         return statements, []
-    put_keys = [(nsp.join(w.namespace), w.key) for w in puts]
     conflict = _CONFLICT["restore" if stamps is not None else "if_absent" if if_absent else "put"]
+    statements.append(_upsert_statement(t, puts, conflict, stamps, fetch=if_absent))
+    if spec is None:
+        return statements, []
+    texts = None
+    if spec.hybrid is not None:  # the lexical side is parsed from the texts the vectors embed
+        texts = {h: x for rows in texts_to_embed(spec, puts).values() for _, h, x in rows}
+    put_keys = [(nsp.join(w.namespace), w.key) for w in puts]
+    return statements, _vector_statements(t, spec, put_keys, vectors, texts)
+
+
+def _delete_statement(t: Tables, deletes: list[Write]) -> Statement:
+    """Delete the items (their vectors cascade)."""
+    source, params = row_source(KEY, [(nsp.join(w.namespace), w.key) for w in deletes])
+    return Statement(
+        f"DELETE FROM {t.store} s USING {source} WHERE s.ns = r.ns AND s.key = r.key",
+        params,
+        fetch=False,
+    )
+
+
+def _upsert_statement(
+    t: Tables,
+    puts: list[Write],
+    conflict: str,
+    stamps: Mapping[tuple[str, str], Stamps] | None,
+    *,
+    fetch: bool,
+) -> Statement:
+    """Register the puts' namespaces and upsert their items (``conflict``: what a key already
+    present gets), with ``now()``-based timestamps and expiry, or a restore's ``stamps``."""
     upsert = (
         f"INSERT INTO {t.store} AS s (ns, key, value, created_at, updated_at, expires_at, ttl_minutes) "
         f"{{rows}} ON CONFLICT (ns, key) {conflict}"
@@ -116,7 +138,7 @@ def write_statements(
         f"INSERT INTO {t.namespaces} (ns, labels, depth) {{names}} ON CONFLICT (ns) DO NOTHING"
     )
     values: list[tuple[Any, ...]] = [
-        (*k, keep_floats(w.value_json or ""), w.ttl) for k, w in zip(put_keys, puts)
+        (nsp.join(w.namespace), w.key, keep_floats(w.value_json or ""), w.ttl) for w in puts
     ]
     if len(values) == 1:  # the common single put: plain VALUES, the cheapest statement to plan
         ns, key, value_json, ttl = values[0]
@@ -133,33 +155,27 @@ def write_statements(
             )
             put_params.update(zip("cux", stamps[(ns, key)]))
         sql = f"WITH new_ns AS ({register.format(names=names)}) {upsert.format(rows=rows_sql)}"
-    else:
-        columns = [*KEY, ("value", "jsonb"), ("ttl", "float8")]
-        rows_sql = (
-            "SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows"
-        )
-        if stamps is not None:
-            columns += [("c", "timestamptz"), ("u", "timestamptz"), ("x", "timestamptz")]
-            values = [(*row, *stamps[(row[0], row[1])]) for row in values]
-            rows_sql = "SELECT ns, key, value, c, u, x, ttl FROM rows"
-        source, put_params = row_source(columns, values)
-        # Only namespaces not yet registered reach the insert (most batches write to known ones).
-        names = (
-            "SELECT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.')) "
-            f"FROM (SELECT DISTINCT ns FROM rows) d WHERE NOT EXISTS "
-            f"(SELECT 1 FROM {t.namespaces} n WHERE n.ns = d.ns) ORDER BY ns"
-        )
-        sql = (
-            f"WITH rows AS (SELECT * FROM {source}), new_ns AS ({register.format(names=names)}) "
-            f"{upsert.format(rows=rows_sql)}"
-        )
-    statements.append(Statement(sql, put_params, fetch=if_absent))
-    if spec is None:
-        return statements, []
-    texts = None
-    if spec.hybrid is not None:  # the lexical side is parsed from the texts the vectors embed
-        texts = {h: x for rows in texts_to_embed(spec, puts).values() for _, h, x in rows}
-    return statements, _vector_statements(t, spec, put_keys, vectors, texts)
+        return Statement(sql, put_params, fetch=fetch)
+    columns = [*KEY, ("value", "jsonb"), ("ttl", "float8")]
+    rows_sql = (
+        "SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows"
+    )
+    if stamps is not None:
+        columns += [("c", "timestamptz"), ("u", "timestamptz"), ("x", "timestamptz")]
+        values = [(*row, *stamps[(row[0], row[1])]) for row in values]
+        rows_sql = "SELECT ns, key, value, c, u, x, ttl FROM rows"
+    source, put_params = row_source(columns, values)
+    # Only namespaces not yet registered reach the insert (most batches write to known ones).
+    names = (
+        "SELECT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.')) "
+        f"FROM (SELECT DISTINCT ns FROM rows) d WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {t.namespaces} n WHERE n.ns = d.ns) ORDER BY ns"
+    )
+    sql = (
+        f"WITH rows AS (SELECT * FROM {source}), new_ns AS ({register.format(names=names)}) "
+        f"{upsert.format(rows=rows_sql)}"
+    )
+    return Statement(sql, put_params, fetch=fetch)
 
 
 def _vector_statements(

@@ -17,6 +17,7 @@ from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
 from langmem_adapters.postgres.schema import SCHEMA_VERSION, Tables
+from langmem_adapters.postgres.search import Shape, Sizes
 from langmem_adapters.postgres.search import list_statement as _list_statement
 from langmem_adapters.postgres.search import vector_search as _vector_search
 from tests import servers
@@ -144,13 +145,13 @@ def test_vector_search_uses_ann_index_and_has_high_recall(dsn: str) -> None:
         from langgraph.store.base import SearchOp
 
         (st,) = _vector_search(
-            100,
             Tables("langmem"),
             spec,
             SearchOp(("r",), None, 10, 0, "q"),
             (),
             "[" + ",".join(["0.1"] * dims) + "]",
-            20,
+            Shape.NEAREST,
+            Sizes(ef=100),
         )[-1:]
         with store.conn.transaction():  # type: ignore[union-attr]
             store.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # type: ignore[union-attr]
