@@ -75,6 +75,9 @@ class _Prepared(NamedTuple):
     sizes: Sizes
 
 
+_NOTHING = _Prepared({}, {}, Sizes())
+
+
 @dataclass
 class _Search:
     """One search of the batch: where its rows come back in the read round, and how they are read."""
@@ -116,8 +119,10 @@ def plan(
     refresh: Refresh = {}
     prepared = yield from _prepare(t, spec, batch, stats or SearchStats())
     reads = _read_round(t, spec, batch, prepared)
-    items, vectors = write_statements(t, spec, batch.writes, prepared.vectors)
-    writes = items + vectors
+    writes: list[Statement] = []
+    if batch.writes:
+        items, vectors = write_statements(t, spec, batch.writes, prepared.vectors)
+        writes = items + vectors
     # An exact fallback query, or the unscored tail of a short page, runs in a later round; when the
     # batch also writes, send the reads first so that every read of the batch sees the state before
     # its writes.
@@ -155,8 +160,8 @@ def _prepare(
 ) -> Steps[_Prepared]:
     """Embed the batch's queries and new texts; renew the lexical side's word statistics when they
     are due; size the vector searches."""
-    if spec is None:
-        return _Prepared({}, {}, Sizes())
+    if spec is None or not (batch.searches or batch.writes):
+        return _NOTHING
     queries = yield from embed_queries(spec, (op for _, op, _ in batch.searches), vec_literal)
     vectors = yield from write_vectors(t, spec, batch.writes)
     if queries and spec.hybrid is not None and stats.lexicon.stale():
@@ -201,7 +206,7 @@ def _vector_reads(
     vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
     shape = choose_shape(spec, vop, conds, prepared.sizes)
     statements = reads.statements
-    statements += vector_search(t, spec, vop, conds, qvec, shape, prepared.sizes)
+    statements += vector_search(t, spec, vop, conds, qvec, shape, prepared.sizes.ef)
     found = _Search(i, op, conds, len(statements) - 1, qvec, shape)
     if spec.hybrid is not None:  # the lexical side, in the same round
         if shape is not Shape.EXACT:  # rows pooled and sorted here: the settings ride in them

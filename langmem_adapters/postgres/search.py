@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from enum import Enum
-from functools import lru_cache
 from itertools import takewhile
 from typing import Any, NamedTuple
 
@@ -63,26 +62,14 @@ COLD = Cold(exact_up_to=20_000, breadth=1000)
 DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 
 
-@lru_cache(maxsize=64)
-def _get_sql(t: Tables, source: str) -> str:
-    """The get query for a row source (one of two shapes), built once per store."""
-    return (
-        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
-        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}"
-    )
-
-
 def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     """One statement reading the live items of a batch's gets (``ITEM_COLUMNS``)."""
-    if len(gets) == 1:  # the commonest batch, on the one-row shape without building it
-        ((_, op),) = gets
-        return Statement(_get_sql(t, _ONE_KEY), [nsp.join(op.namespace), op.key])
     source, params = row_source(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
-    return Statement(_get_sql(t, source), params)
-
-
-#: The row source of a one-item get (what ``row_source`` gives for one key).
-_ONE_KEY = row_source(KEY, [("", "")])[0]
+    return Statement(
+        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
+        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}",
+        params,
+    )
 
 
 # Up to this many rows (offset + limit), a plain search under a prefix walks each namespace newest
@@ -142,8 +129,6 @@ class Sizes(NamedTuple):
     ef: int = 100
     #: The namespace prefixes to scan exactly.
     narrow: Set[str] = frozenset()
-    #: The namespace prefixes holding at least half of the vectors.
-    broad: Set[str] = frozenset()
 
 
 def search_sizes(
@@ -156,9 +141,7 @@ def search_sizes(
     """HNSW search breadth (explicit ``ef_search``, else the calibrated one, else by the table's
     size); the namespace prefixes of this batch's vector searches to scan exactly (holding at most
     ``exact_below`` vectors, or as many as calibration found a scan cheaper for, or all when it chose
-    exact search: narrow), and those that
-    hold at least half of the table (broad); counts capped at the schedule's last step, each
-    re-read once a minute. ``queries`` (the batch's query vectors) go to the calibrator."""
+    exact search: narrow); counts capped at the schedule's last step, each re-read once a minute. ``queries`` (the batch's query vectors) go to the calibrator."""
     vt = t.vectors(spec)
     exact_below = int(spec.ann.get("exact_below", EXACT_BELOW))
     prefixes = {
@@ -201,9 +184,7 @@ def search_sizes(
         # Capped: a prefix counted at the cap is only known to be large, never narrow.
         exact_below = min(calibrator.exact_up_to(exact_below, "exact_below" in spec.ann), cap - 1)
     narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
-    # A count at the cap says only "large": broad only when the whole table was counted too.
-    broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}
-    return Sizes(ef, narrow, broad)
+    return Sizes(ef, narrow)
 
 
 class Shape(Enum):
@@ -215,10 +196,7 @@ class Shape(Enum):
     #: The nearest vectors under a small prefix by a scan of its range (no ANN index), then their
     #: live items: exact, pooled here.
     SCAN = "scan"
-    #: The ANN index's nearest vectors of the whole table, then their live items; its settings
-    #: ride in the statement.
-    GLOBAL = "global"
-    #: The ANN index's nearest vectors under a prefix, then their live items.
+    #: The ANN index's nearest vectors under the prefix, then their live items.
     NEAREST = "nearest"
     #: The ANN index's nearest vectors whose items are live, under the prefix and pass the filters.
     FILTERED = "filtered"
@@ -233,11 +211,7 @@ def choose_shape(
         return Shape.EXACT
     if scan:
         return Shape.SCAN
-    if conditions:
-        return Shape.FILTERED
-    if not op.namespace_prefix and spec.kind == "hnsw":
-        return Shape.GLOBAL
-    return Shape.NEAREST
+    return Shape.FILTERED if conditions else Shape.NEAREST
 
 
 def vector_search(
@@ -247,85 +221,64 @@ def vector_search(
     conditions: tuple[Condition, ...],
     qvec: str,
     shape: Shape,
-    sizes: Sizes | None = None,
+    ef: int = 0,
 ) -> list[Statement]:
     """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS`` and the distance;
     its rows come back from the last one): the page itself for ``EXACT``, else
-    ``vector_rows(spec, op)`` candidate vectors to pool (``pool_candidates``). ``sizes``: the
-    batch's (``search_sizes``), which an ANN shape's settings need."""
-    sizes = Sizes() if sizes is None else sizes
+    ``vector_rows(spec, op)`` candidate vectors to pool (``pool_candidates``). ``ef``: the HNSW
+    breadth of the ANN shapes (``Sizes.ef``)."""
     dist = Sql(f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})", [qvec])
-    if shape is Shape.EXACT or shape is Shape.FILTERED:
-        return _filtered(t, spec, op, conditions, dist, shape, sizes)
     rows = vector_rows(spec, op)
+    if shape is Shape.EXACT:
+        page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
+        order = "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key"
+        items = compose("SELECT", _ITEMS, "min(", dist, ") AS d", _joined(t, spec, op, conditions))
+        return [compose(items, order, page).statement()]
     if shape is Shape.SCAN:
         # "+ 0": an expression the ANN index cannot serve, so the plan is a scan of the prefix's
         # range, and one that a prepared statement can keep (generic) without planning per call.
         # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
         where = Sql(*ns_condition("v.ns", op.namespace_prefix))
         return [_nearest_items(t, spec, dist, where, compose(dist, "+ 0, v.ns, v.key"), rows)]
-    knobs = _ann_settings(
-        spec, sizes, rows, iterative=nsp.join(op.namespace_prefix) not in sizes.broad
-    )
-    if shape is Shape.GLOBAL:
-        # A global search has no parameter a plan could misjudge (its plan depends on the tables
-        # alone), so its settings ride in the query: one statement, not a pipeline of two (~0.25 ms).
-        # The one-time filter above the index scan sets them before the scan reads them, which
-        # pgvector's HNSW scan does on its first row (IVFFlat reads its probes earlier).
-        ride = compose("(SELECT", knobs, ") AS g (a, b), LATERAL")
-        where = Sql("g.a IS NOT NULL AND g.b IS NOT NULL")
-        return [_nearest_items(t, spec, dist, where, dist, rows, ride)]
+    settings = compose("SELECT", _ann_settings(spec, ef, rows)).statement()
+    if shape is Shape.FILTERED:
+        items = compose("SELECT", _ITEMS, dist, "AS d", _joined(t, spec, op, conditions))
+        return [settings, compose(items, "ORDER BY", dist, Sql("LIMIT %s", [rows])).statement()]
     # Nothing to filter on the items: take the nearest vectors first and read only their items
     # (a live check can drop some; a short pool then falls back to the exact query). The LIMIT
-    # is part of the text: with it a parameter, the kept generic plan would expect a tenth of
-    # the vectors back and hash-join them with a scan of every item.
+    # is part of the text: with it a parameter, a generic plan would expect a tenth of the
+    # vectors back and hash-join them with a scan of every item.
     where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True))
-    return [
-        compose("SELECT", knobs, ",", _GENERIC_PLAN).statement(),
-        _nearest_items(t, spec, dist, where, dist, rows),
-    ]
+    return [settings, _nearest_items(t, spec, dist, where, dist, rows)]
 
 
-#: A prefix holding more than ``exact_below`` vectors, nothing else to filter: always the ANN index,
-#: so one plan is kept (planning cost ~0.4 ms a search). Without sorts allowed, the index is the
-#: only way to the nearest rows, whatever the unknown parameters suggest.
-_GENERIC_PLAN = (
-    "set_config('plan_cache_mode', 'force_generic_plan', true), "
-    "set_config('enable_sort', 'off', true)"
-)
-#: Filtered: planned for its parameters every time, since whether the ANN index or the namespace
-#: ranges and item filters serve it depends on how much of the table they keep.
-_CUSTOM_PLAN = "set_config('plan_cache_mode', 'force_custom_plan', true)"
+_ITEMS = f"{ITEM_COLUMNS.format(a='s')},"
 
 
-def _ann_settings(spec: IndexSpec, sizes: Sizes, rows: int, *, iterative: bool) -> Sql:
-    """The ANN index's search settings, two values (for recall, not speed): its breadth, at least
-    the ``rows`` wanted, and its iterative scan, which keeps going past the breadth until enough
-    rows passed the conditions. An iterative scan keeps every candidate it passes over, which costs
-    ~20% of a search; a prefix holding at least half of the vectors, nothing else to filter
-    (``iterative`` false), finds its page within the breadth, and a short pool still falls back to
-    the exact query."""
-    mode = "relaxed_order" if iterative else "off"
+def _ann_settings(spec: IndexSpec, ef: int, rows: int) -> Sql:
+    """The ANN index's search settings (for recall, not speed): its breadth, at least the ``rows``
+    wanted, and its iterative scan, which keeps going past the breadth until enough rows passed
+    the conditions (a short pool still falls back to the exact query)."""
     if spec.kind == "ivfflat":
-        engine, width = "ivfflat.probes", int(spec.ann.get("probes", 10))
-        scan = "ivfflat.iterative_scan"
+        setting, width = "ivfflat", int(spec.ann.get("probes", 10))
+        breadth = "ivfflat.probes"
     else:
-        engine, width = "hnsw.ef_search", min(max(sizes.ef, rows), 1000)
-        scan = "hnsw.iterative_scan"
+        setting, width = "hnsw", min(max(ef, rows), 1000)
+        breadth = "hnsw.ef_search"
     return Sql(
-        f"set_config('{engine}', %s, true), set_config('{scan}', '{mode}', true)", [str(width)]
+        f"set_config('{breadth}', %s, true), "
+        f"set_config('{setting}.iterative_scan', 'relaxed_order', true)",
+        [str(width)],
     )
 
 
 def _nearest_items(
-    t: Tables, spec: IndexSpec, dist: Sql, where: Sql, order: Sql, rows: int, source: Sql | str = ""
+    t: Tables, spec: IndexSpec, dist: Sql, where: Sql, order: Sql, rows: int
 ) -> Statement:
-    """The nearest ``rows`` vectors (``where``, by ``order``; after ``source`` in the FROM list),
-    then their live items with the distance."""
+    """The nearest ``rows`` vectors (``where``, by ``order``), then their live items with the
+    distance."""
     return compose(
-        f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM",
-        source,
-        "(SELECT v.ns, v.key,",
+        f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key,",
         dist,
         f"AS d FROM {t.vectors(spec)} v WHERE",
         where,
@@ -336,41 +289,17 @@ def _nearest_items(
     ).statement()
 
 
-def _filtered(
-    t: Tables,
-    spec: IndexSpec,
-    op: SearchOp,
-    conditions: tuple[Condition, ...],
-    dist: Sql,
-    shape: Shape,
-    sizes: Sizes,
-) -> list[Statement]:
-    """``EXACT`` (every match, min distance per item, the page in SQL) or ``FILTERED`` (the ANN
-    index's nearest matching vectors, after the settings): the vectors joined with their items
-    under the prefix, live and passing the filters."""
-    where = compose(
+def _joined(t: Tables, spec: IndexSpec, op: SearchOp, conditions: tuple[Condition, ...]) -> Sql:
+    """The FROM and WHERE of the vectors joined with their items under the prefix, live and
+    passing the filters."""
+    return compose(
+        f"FROM {t.vectors(spec)} v JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key WHERE",
         Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True)),
         "AND",
         Sql(*ns_condition("s.ns", op.namespace_prefix, estimable=True)),
         f"AND {LIVE.format(a='s')} AND",
         Sql(*filter_sql(conditions, "s.value")),
     )
-    items = f"{ITEM_COLUMNS.format(a='s')},"
-    join = f"FROM {t.vectors(spec)} v JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key WHERE"
-    if shape is Shape.EXACT:
-        page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
-        order = "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key"
-        return [
-            compose("SELECT", items, "min(", dist, ") AS d", join, where, order, page).statement()
-        ]
-    rows = vector_rows(spec, op)
-    knobs = _ann_settings(spec, sizes, rows, iterative=True)
-    return [
-        compose("SELECT", knobs, ",", _CUSTOM_PLAN).statement(),
-        compose(
-            "SELECT", items, dist, "AS d", join, where, "ORDER BY", dist, Sql("LIMIT %s", [rows])
-        ).statement(),
-    ]
 
 
 def pool_candidates(rows: Sequence[Sequence[Any]]) -> list[VectorRow]:

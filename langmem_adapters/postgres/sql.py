@@ -11,7 +11,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -219,13 +218,14 @@ def row_source(
 
     Column types are ``text``, ``float8``, ``timestamptz`` or ``jsonb``; a ``jsonb`` cell is given as
     JSON text, a ``timestamptz`` one as an aware ``datetime``."""
+    names = ", ".join(name for name, _ in columns)
     if len(rows) == 1:
-        return _one_row_source(tuple(columns)), list(rows[0])
+        cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
+        return f"(SELECT {cells}) AS r({names})", list(rows[0])
     for i, (_, type_) in enumerate(columns):
         if type_ == "jsonb":  # JSON text already: embedded as it is
             rows = [(*row[:i], orjson.Fragment(row[i]), *row[i + 1 :]) for row in rows]
     carrier = orjson.dumps(rows).decode()
-    names = ", ".join(name for name, _ in columns)
     picks = ", ".join(
         f"j.r->{i}"
         if type_ == "jsonb"
@@ -269,13 +269,6 @@ def vector_row_source(
         tsv, tsv_value = ", tsv", f", {tsvector_sql(config, 'r.x')}"
     source, params = row_source(columns, cells)
     return source, params, tsv, tsv_value
-
-
-@lru_cache(maxsize=32)
-def _one_row_source(columns: tuple[tuple[str, str], ...]) -> str:
-    """The one-row source of ``row_source``: a parameter per cell."""
-    cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
-    return f"(SELECT {cells}) AS r({', '.join(name for name, _ in columns)})"
 
 
 def vec_literal(v: Sequence[float]) -> str:

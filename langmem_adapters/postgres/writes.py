@@ -130,52 +130,30 @@ def _upsert_statement(
 ) -> Statement:
     """Register the puts' namespaces and upsert their items (``conflict``: what a key already
     present gets), with ``now()``-based timestamps and expiry, or a restore's ``stamps``."""
-    upsert = (
-        f"INSERT INTO {t.store} AS s (ns, key, value, created_at, updated_at, expires_at, ttl_minutes) "
-        f"{{rows}} ON CONFLICT (ns, key) {conflict}"
-    )
-    register = (
-        f"INSERT INTO {t.namespaces} (ns, labels, depth) {{names}} ON CONFLICT (ns) DO NOTHING"
-    )
     values: list[tuple[Any, ...]] = [
         (nsp.join(w.namespace), w.key, keep_floats(w.value_json or ""), w.ttl) for w in puts
     ]
-    if len(values) == 1:  # the common single put: plain VALUES, the cheapest statement to plan
-        ns, key, value_json, ttl = values[0]
-        names = "VALUES (%(ns)s, string_to_array(%(ns)s, '.'), cardinality(string_to_array(%(ns)s, '.')))"
-        rows_sql = (
-            "VALUES (%(ns)s, %(key)s, %(value)s::jsonb, now(), now(), "
-            "now() + %(ttl)s::float8 * interval '1 minute', %(ttl)s::float8)"
-        )
-        put_params: Any = {"ns": ns, "key": key, "value": value_json, "ttl": ttl}
-        if stamps is not None:
-            rows_sql = (
-                "VALUES (%(ns)s, %(key)s, %(value)s::jsonb, %(c)s::timestamptz, "
-                "%(u)s::timestamptz, %(x)s::timestamptz, %(ttl)s::float8)"
-            )
-            put_params.update(zip("cux", stamps[(ns, key)]))
-        sql = f"WITH new_ns AS ({register.format(names=names)}) {upsert.format(rows=rows_sql)}"
-        return Statement(sql, put_params, fetch=fetch)
     columns = [*KEY, ("value", "jsonb"), ("ttl", "float8")]
-    rows_sql = (
-        "SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl FROM rows"
-    )
+    rows_sql = "SELECT ns, key, value, now(), now(), now() + ttl * interval '1 minute', ttl"
     if stamps is not None:
         columns += [("c", "timestamptz"), ("u", "timestamptz"), ("x", "timestamptz")]
         values = [(*row, *stamps[(row[0], row[1])]) for row in values]
-        rows_sql = "SELECT ns, key, value, c, u, x, ttl FROM rows"
-    source, put_params = row_source(columns, values)
-    # Only namespaces not yet registered reach the insert (most batches write to known ones).
-    names = (
+        rows_sql = "SELECT ns, key, value, c, u, x, ttl"
+    source, params = row_source(columns, values)
+    return Statement(
+        f"WITH rows AS (SELECT * FROM {source}), new_ns AS ("
+        # Only namespaces not yet registered reach the insert (most batches write to known ones).
+        f"INSERT INTO {t.namespaces} (ns, labels, depth) "
         "SELECT ns, string_to_array(ns, '.'), cardinality(string_to_array(ns, '.')) "
         f"FROM (SELECT DISTINCT ns FROM rows) d WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {t.namespaces} n WHERE n.ns = d.ns) ORDER BY ns"
+        f"(SELECT 1 FROM {t.namespaces} n WHERE n.ns = d.ns) ORDER BY ns "
+        "ON CONFLICT (ns) DO NOTHING) "
+        f"INSERT INTO {t.store} AS s "
+        "(ns, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+        f"{rows_sql} FROM rows ON CONFLICT (ns, key) {conflict}",
+        params,
+        fetch=fetch,
     )
-    sql = (
-        f"WITH rows AS (SELECT * FROM {source}), new_ns AS ({register.format(names=names)}) "
-        f"{upsert.format(rows=rows_sql)}"
-    )
-    return Statement(sql, put_params, fetch=fetch)
 
 
 def _vector_statements(

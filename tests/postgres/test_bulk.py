@@ -23,7 +23,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.bulk import BUILD_MEMORY_CAP_KB, build_memory_kb
 from langmem_adapters.postgres.schema import ann_index_name
-from langmem_adapters.postgres.search import Shape, Sizes, vector_search
+from langmem_adapters.postgres.search import Shape, vector_search
 from langmem_adapters.transfer import StoreSource, migrate
 from tests import servers
 from tests.conftest import DIMS
@@ -152,7 +152,7 @@ def test_restore_into_an_emptied_store_builds_the_index_once_and_searches_use_it
         (),
         str([0.1] * DIMS),
         Shape.NEAREST,
-        Sizes(ef=100),
+        100,
     )
     with psycopg.connect(dsn) as conn, conn.transaction():
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")

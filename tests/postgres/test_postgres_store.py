@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,15 +10,17 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
-from langgraph.store.base import PutOp
+from langgraph.store.base import PutOp, SearchOp
 
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
+from langmem_adapters.postgres.connection import Connections, Session
 from langmem_adapters.postgres.schema import SCHEMA_VERSION, Tables
-from langmem_adapters.postgres.search import Shape, Sizes
+from langmem_adapters.postgres.search import Shape
 from langmem_adapters.postgres.search import list_statement as _list_statement
 from langmem_adapters.postgres.search import vector_search as _vector_search
+from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
 from tests.conftest import DIMS, _reset_postgres, hash_index
 
@@ -151,7 +152,7 @@ def test_vector_search_uses_ann_index_and_has_high_recall(dsn: str) -> None:
             (),
             "[" + ",".join(["0.1"] * dims) + "]",
             Shape.NEAREST,
-            Sizes(ef=100),
+            100,
         )[-1:]
         with store.conn.transaction():  # type: ignore[union-attr]
             store.conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # type: ignore[union-attr]
@@ -309,22 +310,16 @@ def test_small_prefixes_are_searched_exactly_and_large_ones_through_the_index(ds
         assert any("+ 0, v.ns, v.key LIMIT" in s for s in statements)
         assert any("hnsw.ef_search" in s for s in statements)
         assert len(store.search(("big",), query="w1 w2", limit=10)) == 10
-        # The large namespace's index query, without item filters, keeps one (generic) plan.
-        ann = conn.execute(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
-            "WHERE statement LIKE '%ORDER BY (v.embedding%' AND statement NOT LIKE '%+ 0%'"
-        ).fetchall()
-        assert ann and all(generic > 0 and custom == 0 for generic, custom in ann), ann
     with pytest.raises(ValueError, match="exact_below"):
         PostgresStore(
             psycopg.connect(dsn), index={**hash_index(), "ann_index_config": {"exact_below": -1}}
         )  # type: ignore[typeddict-item]
 
 
-def test_broad_prefixes_skip_the_iterative_scan_and_still_fill_their_pages(dsn: str) -> None:
-    """A prefix holding at least half of the vectors is searched without pgvector's iterative scan
-    (it finds its page among the first ``ef_search`` candidates); a smaller one above ``exact_below``
-    keeps it. Both return full pages of the true nearest items, also when the page runs past ``ef``."""
+def test_large_and_small_prefixes_fill_their_pages(dsn: str) -> None:
+    """A prefix holding most of the vectors and a smaller one above ``exact_below`` are searched
+    with pgvector's iterative scan; both return full pages of the true nearest items, also when the
+    page runs past ``ef``."""
     dims = 32
     emb = HashEmbeddings(dims)
     rng = random.Random(5)
@@ -357,8 +352,7 @@ def test_broad_prefixes_skip_the_iterative_scan_and_still_fill_their_pages(dsn: 
                 "SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%hnsw.ef_search%'"
             )
         ]
-        assert any("'hnsw.iterative_scan', 'off'" in s for s in settings), settings
-        assert any("'hnsw.iterative_scan', 'relaxed_order'" in s for s in settings), settings
+        assert settings and all("'hnsw.iterative_scan', 'relaxed_order'" in s for s in settings)
 
 
 # Every search through the HNSW index on the size schedule. With a recall target the first search
@@ -403,9 +397,10 @@ def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
         conn.execute("RESET plan_cache_mode")
 
 
-def test_global_ann_search_sets_its_breadth_before_the_index_scan(dsn: str) -> None:
-    """A global search carries its ``hnsw.ef_search`` inside its one statement: the index scan runs
-    at that breadth, not the session's, and the session's own setting is left as it was."""
+def test_ann_search_sets_its_breadth_for_its_own_round_only(dsn: str) -> None:
+    """An ANN search sets ``hnsw.ef_search`` for the statements of its own round (one implicit
+    transaction): the index query runs at that breadth, and the session's own setting is left as
+    it was."""
     index = {**hash_index(fields=["text"]), "ann_index_config": ANN_ALWAYS}
     with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
         store.setup()
@@ -420,16 +415,16 @@ def test_global_ann_search_sets_its_breadth_before_the_index_scan(dsn: str) -> N
         conn.execute("SET hnsw.ef_search = 1")  # alone, the scan would stop after one row
         for _ in range(6):  # psycopg prepares a statement on its 5th run
             assert len(store.search((), query="note w3", limit=10)) == 10
-        ((name, types),) = conn.execute(
-            "SELECT name, parameter_types::text[] FROM pg_prepared_statements "
-            "WHERE statement LIKE '%LATERAL%ORDER BY (v.embedding%'"
-        ).fetchall()
+        assert store.index_spec is not None
         qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
-        args = ", ".join(f"'{qvec}'::{t}" if "vector" in t else "'100'" for t in types)
-        conn.execute("SET enable_seqscan = off")
-        plan = _plan(conn, f"(ANALYZE) EXECUTE {name}({args})", None)
-        scan = next(line for line in plan.splitlines() if "hnsw_idx" in line)
-        assert re.search(r"rows=20(\.0+)? ", scan), plan  # the query's LIMIT, at breadth 100
+        op = SearchOp((), None, 10, 0, "q")
+        settings, _ = _vector_search(
+            store.tables, store.index_spec, op, (), qvec, Shape.NEAREST, 100
+        )
+        breadth = Statement("SELECT current_setting('hnsw.ef_search')")
+        with Session(Connections(conn)) as execute:
+            _, seen = execute(Round([settings, breadth]))
+        assert seen == [("100",)]
         assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("1",)
         conn.execute("RESET ALL")
 

@@ -8,14 +8,14 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core.calibration import Calibrator, Measurement
 from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.postgres.schema import Tables
-from langmem_adapters.postgres.search import EF_SEARCH, search_sizes
+from langmem_adapters.postgres.search import EF_SEARCH, Sizes, search_sizes
 from langmem_adapters.postgres.sql import Round
 from tests.conftest import hash_index
 
 CAP = EF_SEARCH[-1][0]  # the counts stop here
 
 
-def sizes(stats: SearchStats, total: int, prefix: int) -> tuple[int, set[str], set[str]]:
+def sizes(stats: SearchStats, total: int, prefix: int) -> Sizes:
     """Plan one search under ``("a",)`` on a table of ``total`` vectors, ``prefix`` of them there."""
     spec = IndexSpec.from_config(hash_index(fields=["text"]))
     op = SearchOp(("a",), query="q")
@@ -25,7 +25,7 @@ def sizes(stats: SearchStats, total: int, prefix: int) -> tuple[int, set[str], s
     try:
         steps.send([[(min(total, CAP),)], [(min(prefix, CAP),)]])
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
     raise AssertionError("search_sizes asked for a second round")
 
 
@@ -61,7 +61,7 @@ def test_a_prefix_counted_at_the_cap_is_never_scanned_exactly() -> None:
     cal = calibrator()
     cal.measurement = measured(300_000)
     assert cal.exact_up_to(1000, explicit=False) > CAP
-    _, narrow, _ = sizes(SearchStats(calibration=cal), 300_000, 200_000)
+    _, narrow = sizes(SearchStats(calibration=cal), 300_000, 200_000)
     assert narrow == set()
-    _, narrow, _ = sizes(SearchStats(calibration=cal), 300_000, 50_000)
+    _, narrow = sizes(SearchStats(calibration=cal), 300_000, 50_000)
     assert narrow == {"a"}
