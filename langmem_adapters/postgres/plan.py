@@ -114,6 +114,8 @@ def plan(
 ) -> Steps[list[Result]]:
     """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one
     transaction."""
+    # No shortcut for a batch of gets (or of writes) only: the stages skip what is empty, and a
+    # shortcut saved 5.7% of a get, 4.7% of a put (docs/architecture.md).
     op_list, batch = plan_batch(ops)
     results: list[Result] = [None] * len(op_list)
     refresh: Refresh = {}

@@ -64,6 +64,7 @@ DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 
 def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     """One statement reading the live items of a batch's gets (``ITEM_COLUMNS``)."""
+    # Built every time: caching its text per store saved 4-5% of a get (docs/architecture.md).
     source, params = row_source(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
     return Statement(
         f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
@@ -141,30 +142,13 @@ def search_sizes(
     """HNSW search breadth (explicit ``ef_search``, else the calibrated one, else by the table's
     size); the namespace prefixes of this batch's vector searches to scan exactly (holding at most
     ``exact_below`` vectors, or as many as calibration found a scan cheaper for, or all when it chose
-    exact search: narrow); counts capped at the schedule's last step, each re-read once a minute. ``queries`` (the batch's query vectors) go to the calibrator."""
-    vt = t.vectors(spec)
+    exact search: narrow). ``queries`` (the batch's query vectors) go to the calibrator."""
     exact_below = int(spec.ann.get("exact_below", EXACT_BELOW))
     prefixes = {
         nsp.join(op.namespace_prefix): op.namespace_prefix for _, op, _ in searches if op.query
     }
-    stale = sorted(p for p in prefixes if stats.prefix(p).stale())
     cap = EF_SEARCH[-1][0]  # enough to pick the schedule's step
-    counts = [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {vt} LIMIT {cap}) AS v")]
-    counts = counts if stats.index.stale() else []
-    for p in stale:
-        cond, params = ns_condition("v.ns", prefixes[p], estimable=True)
-        counts.append(
-            Statement(
-                f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {cap}) AS v",
-                params,
-            )
-        )
-    if counts:
-        rows = yield Round(counts)
-        if len(rows) > len(stale):
-            stats.index.update(int(rows[0][0][0]))
-        for p, got in zip(stale, rows[len(rows) - len(stale) :]):
-            stats.prefix(p).update(int(got[0][0]))
+    yield from _recount(t, spec, prefixes, stats, cap)
     total = stats.index.count or 0
     calibrator = stats.calibration
     ef = int(spec.ann.get("ef_search", 0))
@@ -185,6 +169,32 @@ def search_sizes(
         exact_below = min(calibrator.exact_up_to(exact_below, "exact_below" in spec.ann), cap - 1)
     narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
     return Sizes(ef, narrow)
+
+
+def _recount(
+    t: Tables, spec: IndexSpec, prefixes: dict[str, tuple[str, ...]], stats: SearchStats, cap: int
+) -> Steps[None]:
+    """Count the vectors of the table and of each prefix whose count is due (each re-read once a
+    minute), up to ``cap``: a count at the cap stands for "at least"."""
+    vt = t.vectors(spec)
+    stale = sorted(p for p in prefixes if stats.prefix(p).stale())
+    counts = [Statement(f"SELECT count(*) FROM (SELECT 1 FROM {vt} LIMIT {cap}) AS v")]
+    counts = counts if stats.index.stale() else []
+    for p in stale:
+        cond, params = ns_condition("v.ns", prefixes[p], estimable=True)
+        counts.append(
+            Statement(
+                f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {cap}) AS v",
+                params,
+            )
+        )
+    if not counts:
+        return
+    rows = yield Round(counts)
+    if len(rows) > len(stale):
+        stats.index.update(int(rows[0][0][0]))
+    for p, got in zip(stale, rows[len(rows) - len(stale) :]):
+        stats.prefix(p).update(int(got[0][0]))
 
 
 class Shape(Enum):
@@ -255,6 +265,9 @@ def vector_search(
 _ITEMS = f"{ITEM_COLUMNS.format(a='s')},"
 
 
+# No planner steering (plan_cache_mode, enable_sort) and no settings riding in a global search's
+# query: side by side at 10k items they saved -10% to +5% of a search (docs/architecture.md,
+# "Performance special cases"); nor is the iterative scan turned off for broad prefixes (+2%, +7%).
 def _ann_settings(spec: IndexSpec, ef: int, rows: int) -> Sql:
     """The ANN index's search settings (for recall, not speed): its breadth, at least the ``rows``
     wanted, and its iterative scan, which keeps going past the breadth until enough rows passed

