@@ -1,0 +1,82 @@
+"""The Postgres batch plans driven as the sans-IO generators they are: each round answered here, so
+what a plan sends, and in how many rounds, is checked without a server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.store.base import GetOp, PutOp
+
+from langmem_adapters.core.embedding import Embed
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.postgres.plan import plan, put_if_absent_plan
+from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.sql import Round
+from tests.conftest import DIMS, hash_index
+
+T = Tables("unit")
+SPEC = IndexSpec.from_config(hash_index(fields=["text"]))
+
+
+def run(steps: Any, answer: Callable[[Round], list[list[Any]]]) -> tuple[Any, list[Round]]:
+    """Drive ``steps``: embeddings answered with unit vectors, rounds by ``answer``; the result and
+    the rounds sent."""
+    rounds: list[Round] = []
+    reply: Any = None
+    try:
+        while True:
+            request = steps.send(reply)
+            if isinstance(request, Embed):
+                reply = [[1.0] + [0.0] * (DIMS - 1) for _ in request.texts]
+            else:
+                rounds.append(request)
+                reply = answer(request)
+    except StopIteration as done:
+        return done.value, rounds
+
+
+def no_rows(request: Round) -> list[list[Any]]:
+    return [[] for _ in request.statements]
+
+
+def test_put_if_absent_that_creates_writes_its_vectors_after_in_the_same_transaction() -> None:
+    op = PutOp(("a",), "k", {"text": "hello"})
+    created, rounds = run(
+        put_if_absent_plan(T, SPEC, op),
+        lambda r: [[("a", "k")]] if r.tx else no_rows(r),
+    )
+    assert created is True
+    writes = [r for r in rounds if r.tx]
+    assert len(writes) == 1 and len(writes[0].statements) == 1  # the upsert alone
+    assert "RETURNING" in writes[0].statements[0].sql
+    assert any("INSERT INTO unit_vectors" in s.sql for s in rounds[-1].statements)
+
+
+def test_put_if_absent_over_a_live_item_writes_no_vectors() -> None:
+    op = PutOp(("a",), "k", {"text": "hello"})
+    created, rounds = run(put_if_absent_plan(T, SPEC, op), no_rows)
+    assert created is False
+    assert not any(
+        "unit_vectors" in s.sql and "INSERT" in s.sql for r in rounds for s in r.statements
+    )
+
+
+def test_put_if_absent_without_an_index_is_one_round() -> None:
+    created, rounds = run(put_if_absent_plan(T, None, PutOp(("a",), "k", {"v": 1})), no_rows)
+    assert created is False and len(rounds) == 1 and rounds[0].tx
+
+
+def test_a_batch_of_gets_is_one_round_of_one_statement() -> None:
+    ops = [GetOp(("a",), "k1"), GetOp(("a",), "k2")]
+    results, rounds = run(plan(T, SPEC, ops), no_rows)
+    assert results == [None, None]
+    assert len(rounds) == 1 and len(rounds[0].statements) == 1
+
+
+def test_a_batch_of_puts_without_an_index_is_one_round() -> None:
+    ops = [PutOp(("a",), "k1", {"v": 1}), PutOp(("a",), "k2", None)]
+    results, rounds = run(plan(T, None, ops), no_rows)
+    assert results == [None, None]
+    assert len(rounds) == 1 and not rounds[0].tx
+    assert [s.sql.split()[0] for s in rounds[0].statements] == ["DELETE", "WITH"]
