@@ -361,7 +361,7 @@ def test_a_doubled_index_is_measured_again_a_steady_one_is_not() -> None:
             put(0, half)
         first = store.calibrate()
         assert first is not None and first.measured_size == half
-        check = store._calibrate_now  # the background check itself (not forced)
+        check = store._calibrating.run  # the background check itself (not forced)
         assert check(False).count == half  # type: ignore[union-attr]  # steady: kept
         assert store.vector_stats().measured_at == first.measured_at  # type: ignore[union-attr]
         put(half, N)
@@ -421,11 +421,11 @@ def test_forced_calibration_leaves_a_background_check_marked(make_store: Any) ->
     searches meanwhile start no second one; the background check's end clears it."""
     store = make_store(index=hash_index())
     store.batch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
-    cal = store._calibrator()
+    cal = store._calibration.current()
     cal.running = True  # as observe() marks the background check it starts
     stats = store.calibrate()
     assert stats is not None and stats.source == "calibrated" and cal.running
-    store._calibrate_now(False)  # the background check itself
+    store._calibrating.run(False)  # the background check itself
     assert not cal.running
 
 
@@ -433,7 +433,7 @@ def test_forced_calibration_leaves_a_background_check_marked(make_store: Any) ->
 async def test_forced_calibration_leaves_a_background_check_marked_async(make_astore: Any) -> None:
     store = await make_astore(index=hash_index())
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
-    cal = store._calibrator()
+    cal = store._calibration.current()
     cal.running = True
     stats = await store.acalibrate()
     assert stats is not None and stats.source == "calibrated" and cal.running
@@ -445,7 +445,7 @@ async def _wake_a_check(store: Any) -> asyncio.Task[Any]:
     await store.setup()
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
     await store.asearch(("a",), query="query 0", limit=3)
-    task = store._calibration_task
+    task = store._calibrating.task
     assert task is not None and not task.done()
     return task
 
@@ -462,7 +462,7 @@ async def test_closing_an_async_store_ends_its_background_check() -> None:
     try:
         task = await _wake_a_check(store)
         await store.aclose()
-        assert task.done() and store._calibration_task is None
+        assert task.done() and store._calibrating.task is None
     finally:
         await client.aclose()
 
@@ -478,4 +478,4 @@ async def test_closing_an_async_postgres_store_ends_its_background_check() -> No
         ) as store
     ):
         task = await _wake_a_check(store)
-    assert task.done() and store._calibration_task is None
+    assert task.done() and store._calibrating.task is None

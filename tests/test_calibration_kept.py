@@ -297,7 +297,7 @@ def test_the_kept_calibration_survives_a_new_store_instance(which: str) -> None:
         try:
             fresh = second.vector_stats()
             assert fresh is not None and fresh.source == "cold" and fresh.recall is None
-            second._calibrate_now(False)  # the check the first search wakes
+            second._calibrating.run(False)  # the check the first search wakes
             stats = second.vector_stats()
             assert stats is not None and stats.kept is True and stats.source == "calibrated"
             assert (stats.breadth, stats.mode, stats.recall, stats.measured_at) == (

@@ -33,7 +33,7 @@ from langmem_adapters.cli.options import (
     parse_namespace_path,
 )
 from langmem_adapters.cli.render import Ctx, item_rows, print_items, print_tree
-from langmem_adapters.core.store import SyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.errors import CLIError, InvalidArgumentError
 from langmem_adapters.transfer import Checkpoint, migrate, read_items, write_items
 

@@ -15,7 +15,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from langmem_adapters.cli.options import CONNECT_TIMEOUT, USAGE, first_line
-from langmem_adapters.core.store import SyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.errors import CLIError
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.postgres.embedded import default_data_dir, embedded_dsn

@@ -41,7 +41,6 @@ import numpy as np
 
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.measurement import Cold, Measurement, VectorSearchStats
-from langmem_adapters.core.vectors import IndexSpec
 
 __all__ = [
     "Calibrator",
@@ -50,7 +49,6 @@ __all__ = [
     "Measurement",
     "Probe",
     "VectorSearchStats",
-    "explicit_breadth",
     "per_query",
     "recall_at",
     "synthetic",
@@ -128,11 +126,6 @@ class Probe(Protocol):
     def keep(self, measurement: str) -> Steps:
         """Keep a measurement (:meth:`Measurement.to_json`) with the index, replacing the last."""
         ...
-
-
-def explicit_breadth(spec: IndexSpec) -> int:
-    """The breadth ``ann_index_config`` sets (``ef_search``; ``ef_runtime`` as on Redis), else 0."""
-    return int(spec.ann.get("ef_search") or spec.ann.get("ef_runtime") or 0)
 
 
 def synthetic(stored: Sequence[Sequence[float]], seed: int | None = None) -> list[list[float]]:

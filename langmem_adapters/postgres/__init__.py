@@ -8,12 +8,8 @@ from langmem_adapters.core import errors as store_errors
 from langmem_adapters.core.errors import *  # noqa: F403  (the errors a store can raise)
 from langmem_adapters.errors import MissingExtraError
 from langmem_adapters.postgres.embedded import embedded_dsn, embedded_store
-from langmem_adapters.postgres.store import (
-    AsyncPostgresStore,
-    PoolConfig,
-    PostgresIndexConfig,
-    PostgresStore,
-)
+from langmem_adapters.postgres.opening import PoolConfig, PostgresIndexConfig
+from langmem_adapters.postgres.store import AsyncPostgresStore, PostgresStore
 
 __all__ = [
     "AsyncPostgresStore",

@@ -17,7 +17,7 @@ from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import plan_batch
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
@@ -45,6 +45,7 @@ from langmem_adapters.postgres.sql import (
     search_item_of,
     vec_literal,
 )
+from langmem_adapters.postgres.stats import PostgresStats
 from langmem_adapters.postgres.writes import (
     ItemVectors,
     refresh_statement,
@@ -61,7 +62,7 @@ def plan(
     ops: Iterable[Op],
     *,
     if_absent: bool = False,
-    stats: SearchStats | None = None,
+    stats: PostgresStats | None = None,
 ) -> Steps[list[Result] | bool]:
     """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one transaction."""
     op_list, batch = plan_batch(ops)
@@ -85,7 +86,7 @@ def plan(
     if spec is not None:
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), vec_literal)
         vectors = yield from write_vectors(t, spec, batch.writes)
-    stats = stats or SearchStats()
+    stats = stats or PostgresStats()
     if qvecs and spec is not None and spec.hybrid is not None and stats.lexicon.stale():
         # The lexical side's copy of the word statistics, renewed about once a minute.
         yield Round([terms_refresh(t, spec)], writes=True)

@@ -12,11 +12,12 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.stats import RedisStats
 
 __all__ = ["plain_searches"]
 
@@ -31,7 +32,7 @@ def plain_searches(
     live: list[tuple[str, ...]],
     qvecs: dict[str, list[float]],
     now_ms: int,
-    stats: SearchStats,
+    stats: RedisStats,
 ) -> Generator[Round, list[Any], Found]:
     """The pages of a batch's searches from the live namespaces ``live`` (one read of each; a
     hybrid search, when ``stats.corpus`` is stale, also counts the other namespaces' words)."""

@@ -17,7 +17,7 @@ from langgraph.store.base import ListNamespacesOp, Op, Result, SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed, embed_queries
 from langmem_adapters.core.ops import Batch, plan_batch
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, Mode, text
 from langmem_adapters.redis.lexical import Lexical, sides
 from langmem_adapters.redis.plain import plain_searches
@@ -30,6 +30,7 @@ from langmem_adapters.redis.search import (
     shortcuts,
     unscored_tail,
 )
+from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.writes import (
     Vectors,
     delete_entry,
@@ -52,7 +53,7 @@ def plan(
     *,
     if_absent: bool = False,
     cluster: bool = False,
-    stats: SearchStats | None = None,
+    stats: RedisStats | None = None,
 ) -> Generator[Embed | Round, Any, Any]:
     """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call
     (on a cluster: register the namespaces, then one script call per namespace). Returns the
@@ -76,7 +77,7 @@ def plan(
     ef, broad, exact = 0, set[str](), set[str]()
     if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":
         ef, broad, exact = yield from knn_settings(
-            keys, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
+            keys, spec, batch.searches, stats or RedisStats(), list(qvecs.values())
         )
 
     calls = [_get_call(keys, op.namespace, op.key) for _, op in batch.gets]
@@ -92,7 +93,7 @@ def plan(
                 results[i] = []
                 continue
             qvec = qvecs.get(op.query or "")
-            s, lex = sides(keys, spec, op, conds, qvec, ef, broad, stats or SearchStats())
+            s, lex = sides(keys, spec, op, conds, qvec, ef, broad, stats or RedisStats())
             s.brute_force(exact)
             s.edges = edges
             # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
@@ -142,7 +143,7 @@ def plan(
         found.append((i, op, page))
     if mode == "plain" and batch.searches:
         found += yield from plain_searches(
-            keys, spec, batch.searches, live, qvecs, now_ms, stats or SearchStats()
+            keys, spec, batch.searches, live, qvecs, now_ms, stats or RedisStats()
         )
     for i, op, records in found:
         results[i] = [r.search_item(spec) for r in records]

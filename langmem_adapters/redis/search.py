@@ -11,13 +11,20 @@ from typing import Any
 import numpy as np
 from langgraph.store.base import SearchOp
 
-from langmem_adapters.core.calibration import Cold, explicit_breadth
+from langmem_adapters.core.calibration import Cold
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import Distance, IndexSpec, SearchStats, search_breadth
+from langmem_adapters.core.vectors import (
+    Distance,
+    IndexSpec,
+    SearchStats,
+    explicit_breadth,
+    search_breadth,
+)
 from langmem_adapters.redis.layout import Keys, text, under, vector_dtype
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.tokens import path_token, pushdown
 
 __all__ = [
@@ -299,7 +306,7 @@ def _num_docs(info: Any) -> int:
     return int(float(text(_info(info, "num_docs") or 0)))
 
 
-def shortcuts(keys: Keys, stats: SearchStats | None) -> tuple[list[Call], dict[str, int] | None]:
+def shortcuts(keys: Keys, stats: RedisStats | None) -> tuple[list[Call], dict[str, int] | None]:
     """The edges of the last windows (``stats.sort_edges``, for :attr:`Searcher.edges`) when this
     batch's newest-first searches try the search script's shortcuts: when the items index held at
     least :data:`SORT_FROM` documents, all indexed, when last read (``stats.items``); and the
@@ -313,7 +320,7 @@ def shortcuts(keys: Keys, stats: SearchStats | None) -> tuple[list[Call], dict[s
     return calls, stats.sort_edges if size and size >= SORT_FROM else None
 
 
-def read_items_info(stats: SearchStats, info: Any) -> None:
+def read_items_info(stats: RedisStats, info: Any) -> None:
     """Keep the items index's size from an ``FT.INFO`` reply, as 0 unless the index is fully built
     and has the indexed timestamp ``o``: while an index scans its documents (after ``FT.ALTER``
     added ``o`` to an index made before it), ``o`` is missing from the documents not yet scanned,

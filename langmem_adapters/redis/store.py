@@ -17,7 +17,7 @@ reconnects on the next call. Any other error of redis-py (an error reply such as
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any, Literal, cast
@@ -28,12 +28,15 @@ import redis.asyncio.cluster as acluster
 import redis.cluster
 from langgraph.store.base import IndexConfig, Op, TTLConfig
 
+from langmem_adapters.core.async_store import AsyncStore
+from langmem_adapters.core.calibrated import Calibration, Tuning
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import AsyncStore, ItemsPage, SyncStore
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.store import ItemsPage
+from langmem_adapters.core.sync_store import SyncStore
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 from langmem_adapters.redis.connection import AsyncWire, Wire, ours
 from langmem_adapters.redis.durability import replica_wait
@@ -42,10 +45,12 @@ from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
 from langmem_adapters.redis.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.redis.plan import plan
-from langmem_adapters.redis.probe import RedisCalibration
+from langmem_adapters.redis.probe import RedisProbe
 from langmem_adapters.redis.reindex import RedisReindex
 from langmem_adapters.redis.schema import check_mode, setup_plan
 from langmem_adapters.redis.scripts import Round
+from langmem_adapters.redis.search import COLD, EF_RUNTIME, EXACT_BELOW
+from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.urls import (
     aclose_client,
     async_client,
@@ -147,13 +152,20 @@ def _check_cluster_mode(cluster_mode: bool | None, cluster: bool) -> None:
         )
 
 
-class _RedisConfig(RedisCalibration):
-    """What the sync and async Redis stores share beyond the common store base."""
+class _RedisConfig:
+    """What the sync and async Redis stores share beyond the common store base: the key layout and
+    mode, the plans built on them, and the hooks the store's parts are made with."""
 
     index_spec: IndexSpec | None
-    index_config: Mapping[str, Any] | None
     _guard: IdentityGuard
-    _new_stats: Callable[[], SearchStats]  # the calibration mixin's (core.calibration)
+    _stats: RedisStats
+    _tuning = Tuning(EF_RUNTIME, EXACT_BELOW, COLD)
+    _calibration: Calibration
+    _adopt: Callable[[IndexSpec, Identity, int], None]
+
+    def _new_stats(self) -> RedisStats:
+        """Fresh search stats for the current index (measured anew)."""
+        return RedisStats(calibration=self._calibration.calibrator(self.index_spec))
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
@@ -171,7 +183,6 @@ class _RedisConfig(RedisCalibration):
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False
-        self._stats = self._new_stats()
 
     def _ready(self) -> Steps[Mode]:
         """The store's mode, detected first (``setup()``) if the store has not yet."""
@@ -212,11 +223,18 @@ class _RedisConfig(RedisCalibration):
 
     def _switched(self, spec: IndexSpec, identity: Identity) -> None:
         """After a reindex switched: the new index and identity from now on."""
-        self.index_spec = spec
-        self._stats = self._new_stats()
-        config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
-        self.index_config = {**(self.index_config or {}), **config}
-        self._guard.adopt(identity, 0)
+        self._adopt(spec, identity, 0)
+
+    def _probe(self) -> RedisProbe | None:
+        """The calibration's commands over the store's vector index (``None``: no index, or plain)."""
+        spec = self.index_spec
+        if spec is None or self.mode != "query_engine":
+            return None
+        return RedisProbe(self.keys, spec)
+
+    def _exact_only(self) -> bool:
+        """Plain mode scores every search exactly (numpy), whatever the index options."""
+        return self.mode == "plain"
 
     def _identity_access(self) -> RedisIdentity:
         """Where this store's embedder identity is recorded."""
@@ -251,7 +269,7 @@ class _RedisConfig(RedisCalibration):
         return (yield from delete_namespace_plan(self.keys, mode, prefix, self.cluster))
 
 
-class RedisStore(_RedisConfig, SyncStore):
+class RedisStore(_RedisConfig, SyncStore[RedisStats]):
     """A LangGraph store on Redis or Valkey (redis-py, sync).
 
     ``mode="auto"`` uses the Redis Query Engine (Redis 8, Redis Stack) when the server has it and
@@ -349,8 +367,9 @@ class RedisStore(_RedisConfig, SyncStore):
         return self._sessions
 
     def close(self) -> None:
-        """Stop the sweeper, give back the kept connection, close the client if the store made it."""
-        self.stop_ttl_sweeper()
+        """Stop the background work (sweeper, calibration), give back the kept connection, close
+        the client if the store made it."""
+        self._stop_background()
         self._wire.close()
         if self._owns_client:
             close_client(self.client)
@@ -366,7 +385,7 @@ class RedisStore(_RedisConfig, SyncStore):
         return int(self._run(sweep_plan(self.keys)))
 
 
-class AsyncRedisStore(_RedisConfig, AsyncStore):
+class AsyncRedisStore(_RedisConfig, AsyncStore[RedisStats]):
     """The async twin of :class:`RedisStore` on a ``redis.asyncio.Redis`` client.
 
     Sync methods work from other threads (they run on the store's event loop) and raise

@@ -25,7 +25,7 @@ except ImportError:  # an older mcp 1.x
 from mcp.types import CallToolResult
 
 from langmem_adapters.cli.locations import open_store, parse_location
-from langmem_adapters.core.store import SyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from tests import servers
 
 MCP_BACKENDS = ["postgres", "redis-qe", "redis-plain"]

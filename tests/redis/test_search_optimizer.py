@@ -16,11 +16,11 @@ import pytest
 import redis
 from langgraph.store.base import PutOp
 
-from langmem_adapters.core.vectors import SearchStats
 from langmem_adapters.redis import RedisStore
 from langmem_adapters.redis import search as search_module
 from langmem_adapters.redis.schema import SORTED_FIELD, index_command
 from langmem_adapters.redis.search import read_items_info
+from langmem_adapters.redis.stats import RedisStats
 from tests import servers
 
 KINDS = ("fact", "note", "task", "pref")
@@ -218,7 +218,7 @@ def test_items_index_size_counts_only_a_built_index_with_o(client: redis.Redis) 
     store.batch([PutOp(("a",), f"k{i}", {"i": i}) for i in range(30)])
     for protocol in (2, 3):
         c = redis.Redis.from_url(servers.redis_url(modules=True), protocol=protocol)
-        stats = SearchStats()
+        stats = RedisStats()
         read_items_info(stats, c.execute_command("FT.INFO", store.keys.index(None)))
         assert stats.items.count == 30
         old = f"old{uuid.uuid4().hex[:8]}"
@@ -257,7 +257,7 @@ def test_setup_adds_o_to_an_index_made_before_it(
     again = _store(client, prefix)
     _wait_built(client, index)
     info = client.execute_command("FT.INFO", index)
-    stats = SearchStats()
+    stats = RedisStats()
     read_items_info(stats, info)
     assert stats.items.count == 600
     _shortcuts(monkeypatch, True)
