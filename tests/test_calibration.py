@@ -22,7 +22,8 @@ from langgraph.store.base import BaseStore, PutOp
 
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.calibration import QUERIES as QUERIES_PER_MEASUREMENT
-from langmem_adapters.core.calibration import Calibrator, recall_at, synthetic
+from langmem_adapters.core.calibration import Calibrator
+from langmem_adapters.core.recall import recall_at, synthetic
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore

@@ -20,10 +20,10 @@ from langmem_adapters.core.calibration import (
     SPOT_EVERY,
     Calibrator,
     Cold,
-    Hit,
     Measurement,
 )
 from langmem_adapters.core.drive import drive
+from langmem_adapters.core.recall import Hit
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
 from tests import servers

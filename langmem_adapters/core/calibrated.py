@@ -16,14 +16,9 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager, cont
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langmem_adapters.core.calibration import (
-    Calibrator,
-    Cold,
-    Measurement,
-    Probe,
-    VectorSearchStats,
-)
+from langmem_adapters.core.calibration import Calibrator, Cold, Measurement, VectorSearchStats
 from langmem_adapters.core.drive import Steps, adrive, drive
+from langmem_adapters.core.recall import Probe
 from langmem_adapters.core.vectors import IndexSpec, SearchStats, explicit_breadth, search_breadth
 
 __all__ = ["Calibration", "TaskCalibration", "ThreadCalibration", "Tuning"]

@@ -21,12 +21,12 @@ from langgraph.store.base import NotProvided, Op, PutOp, TTLConfig
 
 from langmem_adapters.core.bulk import BulkLoads
 from langmem_adapters.core.calibrated import Calibration, Tuning
-from langmem_adapters.core.calibration import Probe
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import Identity, IdentityGuard
 from langmem_adapters.core.ops import check_page_size, check_prefix, validate_namespace
+from langmem_adapters.core.recall import Probe
 from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
 from langmem_adapters.core.reindex import Reindexer, ReindexJob
 from langmem_adapters.core.surface import OwnErrors

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from langmem_adapters.core.calibration import Hit
 from langmem_adapters.core.drive import Steps
+from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
