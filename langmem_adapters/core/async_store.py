@@ -5,7 +5,15 @@ other threads by running on the store's event loop."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any, Literal, TypeVar
 
@@ -20,13 +28,13 @@ from langmem_adapters.core.reindex import PAGE_SIZE as REINDEX_PAGE
 from langmem_adapters.core.reindex import Progress
 from langmem_adapters.core.store import (
     PAGE_SIZE,
+    Run,
     S,
     Store,
     counting,
     deleting,
     listing,
     pages,
-    reads_only,
 )
 from langmem_adapters.core.ttl import AsyncSweeper, sweep_interval
 from langmem_adapters.errors import WrongLoopError
@@ -81,15 +89,9 @@ class AsyncStore(Store[S]):
             embed = self._aembed
             return await adrive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
-    async def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
-        for attempt in range(self._attempts):
-            try:
-                return await self._drive(
-                    self._plan(ops, if_absent=if_absent), reads=reads_only(ops, if_absent)
-                )
-            except self._retryable:
-                if attempt == self._attempts - 1:
-                    raise
+    async def _flow(self, flow: Generator[Run, Any, R]) -> R:
+        """Run one of the store's own flows: each of its plans in a session of its own."""
+        return await adrive(flow, lambda run: self._drive(run[0], reads=run[1]))
 
     async def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many went."""
@@ -118,7 +120,7 @@ class AsyncStore(Store[S]):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._run_retrying(list(ops))
+        return await self._flow(self._batch_flow(list(ops)))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """``abatch`` on the store's event loop, for callers in other threads."""
@@ -135,7 +137,7 @@ class AsyncStore(Store[S]):
     ) -> bool:
         """Create the item only if no live item has this key; True for the one writer that created it."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(await self._run_retrying([op], if_absent=True))
+        return bool(await self._flow(self._batch_flow([op], if_absent=True)))
 
     def put_if_absent(
         self,
@@ -289,11 +291,7 @@ class AsyncStore(Store[S]):
     async def avector_stats(self) -> VectorSearchStats | None:
         """Index size, search breadth and mode in use, target and last measured recall (``None``:
         the store has no vector index)."""
-        probe = self._probe()
-        if self.index_spec is None:
-            return None
-        size = await self._drive(probe.count()) if probe is not None else await self.acount(())
-        return self._calibration.report(int(size))
+        return await self._flow(self._stats_flow())
 
     def vector_stats(self) -> VectorSearchStats | None:
         """Sync twin of :meth:`avector_stats`, for callers in other threads."""

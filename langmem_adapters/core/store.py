@@ -13,7 +13,7 @@ round. The parts get the backend's hooks as constructor arguments.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -25,6 +25,7 @@ from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import Identity, IdentityGuard
+from langmem_adapters.core.measurement import VectorSearchStats
 from langmem_adapters.core.ops import check_page_size, check_prefix, validate_namespace
 from langmem_adapters.core.recall import Probe
 from langmem_adapters.core.records import Cursor, StoredItem, check_records, cursor_of
@@ -35,13 +36,17 @@ from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidNamespaceError
 from langmem_adapters.views import StoreByteStore, StoreRetriever, as_retriever
 
-__all__ = ["PAGE_SIZE", "ItemsPage", "Store"]
+__all__ = ["PAGE_SIZE", "ItemsPage", "Run", "Store"]
 
 ItemsPage = tuple[list[StoredItem], Cursor | None]
 """One page of ``iter_items``: the items, and the cursor to read on from (``None``: no more)."""
 
 #: Items per page of ``iter_items`` and ``restore`` unless told otherwise.
 PAGE_SIZE = 500
+
+Run = tuple[Steps[Any], bool]
+"""A request of a store's own flow: a plan for the driver to run in a session of its own, and
+whether the plan only reads (a backend may send it to a replica)."""
 
 
 S = TypeVar("S", bound=SearchStats)
@@ -161,6 +166,28 @@ class Store(OwnErrors, Generic[S]):
     def _exact_only(self) -> bool:
         """Whether every vector search is exact whatever the index (plain Redis)."""
         return False
+
+    def _batch_flow(self, ops: list[Op], if_absent: bool = False) -> Generator[Run, Any, Any]:
+        """A batch (or one atomic create) as one plan, run again while the backend rolled it back
+        whole (``_retryable``, e.g. a deadlock), at most ``_attempts`` times."""
+        for attempt in range(self._attempts):
+            try:
+                return (yield self._plan(ops, if_absent=if_absent), reads_only(ops, if_absent))
+            except self._retryable:
+                if attempt == self._attempts - 1:
+                    raise
+
+    def _stats_flow(self) -> Generator[Run, Any, VectorSearchStats | None]:
+        """``vector_stats()``: the index's size (the probe's count, else the live items), then the
+        calibration's report (``None``: no vector index)."""
+        probe = self._probe()
+        if self.index_spec is None:
+            return None
+        if probe is not None:
+            size = yield probe.count(), False
+        else:
+            size = yield self._count_plan((), ()), True
+        return self._calibration.report(int(size))
 
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any, Literal, TypeVar
 
@@ -21,13 +29,13 @@ from langmem_adapters.core.reindex import PAGE_SIZE as REINDEX_PAGE
 from langmem_adapters.core.reindex import Progress
 from langmem_adapters.core.store import (
     PAGE_SIZE,
+    Run,
     S,
     Store,
     counting,
     deleting,
     listing,
     pages,
-    reads_only,
 )
 from langmem_adapters.core.ttl import Sweeper, sweep_interval
 
@@ -68,19 +76,13 @@ class SyncStore(Store[S]):
         """Delete expired items now; returns how many went."""
         raise NotImplementedError
 
-    def _run_retrying(self, ops: list[Op], if_absent: bool = False) -> Any:
-        for attempt in range(self._attempts):
-            try:
-                return self._run(
-                    self._plan(ops, if_absent=if_absent), reads=reads_only(ops, if_absent)
-                )
-            except self._retryable:
-                if attempt == self._attempts - 1:
-                    raise
+    def _flow(self, flow: Generator[Run, Any, R]) -> R:
+        """Run one of the store's own flows: each of its plans in a session of its own."""
+        return drive(flow, lambda run: self._run(run[0], reads=run[1]))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._run_retrying(list(ops))
+        return self._flow(self._batch_flow(list(ops)))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` in a worker thread, so the event loop is never blocked."""
@@ -100,7 +102,7 @@ class SyncStore(Store[S]):
         An expired item counts as absent. Racing writers get exactly one True.
         """
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._run_retrying([op], if_absent=True))
+        return bool(self._flow(self._batch_flow([op], if_absent=True)))
 
     async def aput_if_absent(
         self,
@@ -269,11 +271,7 @@ class SyncStore(Store[S]):
     def vector_stats(self) -> VectorSearchStats | None:
         """Index size, search breadth and mode in use, target and last measured recall (``None``:
         the store has no vector index)."""
-        probe = self._probe()
-        if self.index_spec is None:
-            return None
-        size = self._run(probe.count()) if probe is not None else self.count(())
-        return self._calibration.report(int(size))
+        return self._flow(self._stats_flow())
 
     async def avector_stats(self) -> VectorSearchStats | None:
         """Async twin of :meth:`vector_stats` (in a worker thread)."""
