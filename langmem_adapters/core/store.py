@@ -93,7 +93,8 @@ class Store(OwnErrors, Generic[S]):
         return StoreByteStore(self, namespace, ttl=ttl)
 
     def _configure(self, index: Mapping[str, Any] | None, ttl: Mapping[str, Any] | None) -> None:
-        """Check the options and make the parts (before any I/O); the driver adds its runners."""
+        """Check the options and make the parts (before any I/O); the driver adds its runners,
+        and the backend its search stats (``_new_stats``) once it has checked its own options."""
         self.index_spec = IndexSpec.from_config(index) if index is not None else None
         self.index_config = index
         self.ttl_config = check_ttl_config(ttl)
@@ -105,7 +106,6 @@ class Store(OwnErrors, Generic[S]):
             self._probe,
             self._exact_only,
         )
-        self._stats = self._new_stats()
         self._bulk = BulkLoads(self._bulk_start_plan, self._bulk_finish_plan)
         self._reindexer = Reindexer(
             self._guard, lambda: self.index_spec, self._reindex_job, self._retryable

@@ -53,9 +53,11 @@ class PostgresBackend:
         return PostgresStats(calibration=self._calibration.calibrator(self.index_spec))
 
     def _prepare(self, table_prefix: str) -> None:
-        """After ``_configure``: check the ANN options and name the tables, before any I/O."""
+        """After ``_configure``: check the ANN options, name the tables, make the search stats,
+        before any I/O."""
         check_ann(self.index_spec)
         self.tables = Tables(table_prefix)
+        self._stats = self._new_stats()
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[list[Result] | bool]:
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,

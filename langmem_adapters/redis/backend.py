@@ -62,6 +62,7 @@ class RedisBackend:
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False
+        self._stats = self._new_stats()
 
     def _ready(self) -> Steps[Mode]:
         """The store's mode, detected first (``setup()``) if the store has not yet."""
