@@ -4,18 +4,18 @@ store's parts are made with (its search stats, its probe, its bulk-load and rein
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from langgraph.store.base import Op, Result
 from psycopg.conninfo import conninfo_to_dict
 
-from langmem_adapters.core.calibrated import Calibration, Tuning
+from langmem_adapters.core.calibrated import Tuning
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
-from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
+from langmem_adapters.core.identity import Identity, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import ItemsPage
+from langmem_adapters.core.store import ItemsPage, Store
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import TransientServerError
 from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
@@ -33,20 +33,15 @@ from langmem_adapters.postgres.stats import PostgresStats
 __all__ = ["PostgresBackend"]
 
 
-class PostgresBackend:
-    """What the sync and async Postgres stores share beyond the common store base: the tables, the
-    plans built on them, the replicas' routing, and the hooks the store's parts are made with."""
+class PostgresBackend(Store[PostgresStats]):
+    """The ``Store`` both Postgres stores derive from (each with its driver): the tables, the plans
+    built on them, the replicas' routing, and the hooks the store's parts are made with."""
 
     tables: Tables
-    _stats: PostgresStats
-    index_spec: IndexSpec | None
-    _guard: IdentityGuard
     _routing: Routing[Any] | None
     # The server rolled the whole batch back (connection.TRANSIENT): running it again is safe.
     _retryable: tuple[type[Exception], ...] = (TransientServerError,)
     _tuning = Tuning(EF_SEARCH, EXACT_BELOW, COLD)
-    _calibration: Calibration
-    _adopt: Callable[[IndexSpec, Identity, int], None]
 
     def _new_stats(self) -> PostgresStats:
         """Fresh search stats for the current index (measured anew)."""

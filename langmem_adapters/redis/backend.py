@@ -4,17 +4,17 @@ with (its search stats, its probe, plain mode's exact search, its reindex job)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from langgraph.store.base import Op
 
-from langmem_adapters.core.calibrated import Calibration, Tuning
+from langmem_adapters.core.calibrated import Tuning
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
-from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
+from langmem_adapters.core.identity import Identity, guarded
 from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import ItemsPage
+from langmem_adapters.core.store import ItemsPage, Store
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.export import items_plan, restore_plan
 from langmem_adapters.redis.identity import RedisIdentity
@@ -31,16 +31,11 @@ from langmem_adapters.redis.stats import RedisStats
 __all__ = ["RedisBackend"]
 
 
-class RedisBackend:
-    """What the sync and async Redis stores share beyond the common store base: the key layout and
-    mode, the plans built on them, and the hooks the store's parts are made with."""
+class RedisBackend(Store[RedisStats]):
+    """The ``Store`` both Redis stores derive from (each with its driver): the key layout and mode,
+    the plans built on them, and the hooks the store's parts are made with."""
 
-    index_spec: IndexSpec | None
-    _guard: IdentityGuard
-    _stats: RedisStats
     _tuning = Tuning(EF_RUNTIME, EXACT_BELOW, COLD)
-    _calibration: Calibration
-    _adopt: Callable[[IndexSpec, Identity, int], None]
 
     def _new_stats(self) -> RedisStats:
         """Fresh search stats for the current index (measured anew)."""
