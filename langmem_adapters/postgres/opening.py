@@ -72,16 +72,20 @@ def where(conn: Any) -> str:
     return f"{host}:{port or 5432}/{dbname or ''}"
 
 
-def _pool_options(pool_config: PoolConfig) -> dict[str, Any]:
-    """A replica pool's options: the primary's sizes and connection settings, a short wait for a
-    connection, and no check on checkout: a replica's broken connection fails its round, which the
-    primary then answers, so checking would cost every read a round trip for nothing."""
+def _sizes(pool_config: PoolConfig) -> dict[str, Any]:
+    """A pool's sizes and connection settings from ``pool_config``."""
     return {
         "min_size": pool_config.get("min_size", 1),
         "max_size": pool_config.get("max_size"),
         "kwargs": {**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
-        "timeout": WAIT_SECONDS,
     }
+
+
+def _pool_options(pool_config: PoolConfig) -> dict[str, Any]:
+    """A replica pool's options: the primary's sizes and connection settings, a short wait for a
+    connection, and no check on checkout: a replica's broken connection fails its round, which the
+    primary then answers, so checking would cost every read a round trip for nothing."""
+    return {**_sizes(pool_config), "timeout": WAIT_SECONDS}
 
 
 def replica(dsn: str, pool_config: PoolConfig | None, stack: ExitStack) -> Replica[Connections]:
@@ -116,16 +120,9 @@ def primary(
     """``from_conn_string``'s primary: a pool with ``pool_config`` (closed with ``stack``), else one
     connection (which the store closes: a reconnect may replace it)."""
     if pool_config is not None:
-        return stack.enter_context(
-            ConnectionPool(
-                conn_string,
-                min_size=pool_config.get("min_size", 1),
-                max_size=pool_config.get("max_size"),
-                kwargs={**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
-                check=ConnectionPool.check_connection,
-                open=True,
-            )
-        )
+        check = ConnectionPool.check_connection
+        pool = ConnectionPool(conn_string, **_sizes(pool_config), check=check, open=True)
+        return stack.enter_context(pool)
     try:
         return psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
     except psycopg.Error as exc:
@@ -137,13 +134,9 @@ async def async_primary(
 ) -> psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]:
     """The async twin of :func:`primary`."""
     if pool_config is not None:
+        check = AsyncConnectionPool.check_connection
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-            conn_string,
-            min_size=pool_config.get("min_size", 1),
-            max_size=pool_config.get("max_size"),
-            kwargs={**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
-            check=AsyncConnectionPool.check_connection,
-            open=False,
+            conn_string, **_sizes(pool_config), check=check, open=False
         )
         await pool.open()
         return await stack.enter_async_context(pool)
