@@ -6,7 +6,6 @@ sizes that choose between an exact scan and the ANN index, and the pooling of AN
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from itertools import takewhile
 from typing import Any
 
@@ -55,9 +54,8 @@ COLD = Cold(exact_up_to=20_000, breadth=1000)
 DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 
 
-@lru_cache(maxsize=64)
 def _get_sql(t: Tables, source: str) -> str:
-    """The get query for a row source (one of two shapes), built once per store."""
+    """The get query for a row source."""
     return (
         f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
         f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}"
@@ -66,15 +64,8 @@ def _get_sql(t: Tables, source: str) -> str:
 
 def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     """One statement reading the live items of a batch's gets (``ITEM_COLUMNS``)."""
-    if len(gets) == 1:  # the commonest batch, on the one-row shape without building it
-        ((_, op),) = gets
-        return Statement(_get_sql(t, _ONE_KEY), [nsp.join(op.namespace), op.key])
     source, params = row_source(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
     return Statement(_get_sql(t, source), params)
-
-
-#: The row source of a one-item get (what ``row_source`` gives for one key).
-_ONE_KEY = row_source(KEY, [("", "")])[0]
 
 
 # Up to this many rows (offset + limit), a plain search under a prefix walks each namespace newest

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -172,7 +171,7 @@ def row_source(
     Column types are ``text``, ``float8``, ``timestamptz`` or ``jsonb``; a ``jsonb`` cell is given as
     JSON text, a ``timestamptz`` one as an aware ``datetime``."""
     if len(rows) == 1:
-        return _one_row_source(tuple(columns)), list(rows[0])
+        return _one_row_source(columns), list(rows[0])
     for i, (_, type_) in enumerate(columns):
         if type_ == "jsonb":  # JSON text already: embedded as it is
             rows = [(*row[:i], orjson.Fragment(row[i]), *row[i + 1 :]) for row in rows]
@@ -223,8 +222,7 @@ def vector_row_source(
     return source, params, tsv, tsv_value
 
 
-@lru_cache(maxsize=32)
-def _one_row_source(columns: tuple[tuple[str, str], ...]) -> str:
+def _one_row_source(columns: Sequence[tuple[str, str]]) -> str:
     """The one-row source of ``row_source``: a parameter per cell."""
     cells = ", ".join(f"%s::{type_}" for _, type_ in columns)
     return f"(SELECT {cells}) AS r({', '.join(name for name, _ in columns)})"
