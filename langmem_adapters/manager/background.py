@@ -28,9 +28,10 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Coroutine, Hashable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
@@ -40,10 +41,34 @@ from langmem_adapters.manager.actions import ManagerResult
 from langmem_adapters.manager.debounce import Debouncer, Job, job_key, portable_config
 from langmem_adapters.manager.messages import messages_of
 
-if TYPE_CHECKING:
-    from langmem_adapters.manager.manager import MemoryManager
+__all__ = ["AsyncBackgroundManager", "BackgroundManager", "Extractor", "run_without_pool"]
 
-__all__ = ["AsyncBackgroundManager", "BackgroundManager"]
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Extractor(Protocol):
+    """What a background manager runs: a :class:`~langmem_adapters.manager.MemoryManager`, or
+    anything with its two calls (typed here so this module needs nothing of the manager's)."""
+
+    def invoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+    ) -> ManagerResult: ...
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+    ) -> ManagerResult: ...
+
 
 _calls = itertools.count()
 
@@ -56,7 +81,7 @@ class _Ledger:
     completion order, and how many calls succeeded and failed in all (older ones are dropped, so
     a manager running for weeks holds a bounded history)."""
 
-    def __init__(self, manager: MemoryManager, delay: float, workers: int, keep: int) -> None:
+    def __init__(self, manager: Extractor, delay: float, workers: int, keep: int) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidArgumentError(f"max_workers must be a positive int, got {workers!r}")
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
@@ -156,28 +181,41 @@ class _Ledger:
         """Tell the scheduler the queue changed (called under ``guard``)."""
 
 
-def _flush_at_exit(ref: weakref.ref[BackgroundManager]) -> None:
-    """Shut ``ref`` down (flushing) when the interpreter exits, if it is still open.
+class _InlineExecutor(ThreadPoolExecutor):
+    """An executor that runs each call at once in the thread that submits it.
 
-    The hook runs among threading's exit hooks, last registered first, so before
-    ``concurrent.futures`` refuses new work (which LangChain models need); without that
-    hook (another Python) it falls back to ``atexit``.
+    The default executor of the event loop an exit flush runs on (asyncio takes only a
+    ``ThreadPoolExecutor`` there): once ``concurrent.futures``' own exit hook has run, every real
+    pool refuses new work, and LangChain runs a sync model's or parser's async path through the
+    loop's default executor.
     """
 
-    def hook() -> None:
-        executor = ref()
-        if executor is not None and not executor.closed:
-            executor.shutdown()
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Run ``fn`` now; its result or exception in a finished future."""
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # the future carries it, as a pool's would
+            future.set_exception(exc)
+        return future
 
-    register = getattr(threading, "_register_atexit", atexit.register)
-    register(hook)
+
+def run_without_pool(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on a new event loop of this thread whose blocking calls run inline: no thread
+    pool and no new thread, so it works while the interpreter exits."""
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(_InlineExecutor())
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
 
 
 class BackgroundManager(_Ledger):
     """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
 
     def __init__(
-        self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
+        self, manager: Extractor, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
     ) -> None:
         self._cond = threading.Condition()
         super().__init__(manager, delay, max_workers, keep)
@@ -195,7 +233,10 @@ class BackgroundManager(_Ledger):
             target=self._schedule, name="memory-manager-debounce", daemon=True
         )
         self._loop.start()
-        _flush_at_exit(weakref.ref(self))
+        #: Set at interpreter exit: calls then run on the async APIs without a thread pool.
+        self._exiting = False
+        self._exit_hook = _exit_hook(weakref.ref(self))
+        atexit.register(self._exit_hook)
 
     @property
     def guard(self) -> AbstractContextManager[Any]:
@@ -224,9 +265,16 @@ class BackgroundManager(_Ledger):
 
     def _run(self, key: Hashable, job: Job) -> None:
         try:
-            result = self.manager.invoke(
-                job.input, job.config, context=job.context, store=job.store
-            )
+            if self._exiting:  # concurrent.futures refuses work now: no pool (see _exit_hook)
+                result = run_without_pool(
+                    self.manager.ainvoke(
+                        job.input, job.config, context=job.context, store=job.store
+                    )
+                )
+            else:
+                result = self.manager.invoke(
+                    job.input, job.config, context=job.context, store=job.store
+                )
         except BaseException as exc:  # kept for the caller; the executor keeps running
             with self._cond:
                 self._record(None, exc, key)
@@ -267,6 +315,13 @@ class BackgroundManager(_Ledger):
             self._jobs.put(None)
         for worker in self._workers:
             worker.join()
+        atexit.unregister(self._exit_hook)
+
+    def _shutdown_at_exit(self) -> None:
+        """Shut down from the interpreter's exit, running the flushed calls without a pool."""
+        with self._cond:
+            self._exiting = True
+        self.shutdown()
 
     def __enter__(self) -> BackgroundManager:
         return self
@@ -275,12 +330,29 @@ class BackgroundManager(_Ledger):
         self.shutdown()
 
 
+def _exit_hook(ref: weakref.ref[BackgroundManager]) -> Callable[[], None]:
+    """The ``atexit`` hook of a background manager: shut it down (flushing) if it is still open.
+
+    ``atexit`` hooks run after ``concurrent.futures`` has stopped taking work, and a model's
+    sync path needs a pool (``with_structured_output(include_raw=True)`` runs a
+    ``RunnableParallel``). So the calls the flush starts run on the async APIs, on an event loop
+    whose blocking calls run inline (:func:`run_without_pool`), in the same worker threads.
+    """
+
+    def hook() -> None:
+        executor = ref()
+        if executor is not None and not executor.closed:
+            executor._shutdown_at_exit()
+
+    return hook
+
+
 class AsyncBackgroundManager(_Ledger):
     """Debounced extraction as tasks of the running event loop, on the async APIs (see the module
     docstring). Submit from that loop's thread (a coroutine or an async graph node)."""
 
     def __init__(
-        self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
+        self, manager: Extractor, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
     ) -> None:
         super().__init__(manager, delay, max_workers, keep)
         self._wake = asyncio.Event()

@@ -20,7 +20,7 @@ store are called with ``invoke`` / ``search``... or ``ainvoke`` / ``asearch``...
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langgraph.store.base import BaseStore
@@ -38,6 +38,7 @@ from langmem_adapters.manager.actions import (
     parse_actions,
 )
 from langmem_adapters.manager.apply import Plan, apply, validate
+from langmem_adapters.manager.background import BackgroundManager
 from langmem_adapters.manager.compaction import compact
 from langmem_adapters.manager.dedupe import Dedupe
 from langmem_adapters.manager.layouts import FactLayout, LangmemFacts, TierFacts
@@ -46,9 +47,6 @@ from langmem_adapters.manager.prompt import DEFAULT_INSTRUCTIONS, build_prompt, 
 from langmem_adapters.memory import Attribution, EpisodicMemory, ProceduralMemory, Procedure
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.tools.templates import NamespaceTemplate
-
-if TYPE_CHECKING:
-    from langmem_adapters.manager.background import BackgroundManager
 
 __all__ = ["LAYOUT_ACTIONS", "Layout", "MemoryManager", "resolve_context"]
 
