@@ -14,14 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 
-from langmem_adapters.manager import (
-    AsyncBackgroundManager,
-    BackgroundManager,
-    InvalidArgumentError,
-    MemoryManager,
-    ScriptedMemoryModel,
-    last_user_text,
-)
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.manager import AsyncBackgroundManager, BackgroundManager, MemoryManager
 from langmem_adapters.memory import SemanticMemory
 from tests.manager.helpers import run
 
@@ -248,11 +243,12 @@ async def test_history_is_bounded_by_keep_with_counts_of_the_rest(
 EXIT_SCRIPT = """
 import atexit
 from langgraph.store.memory import InMemoryStore
-from langmem_adapters.manager import BackgroundManager, MemoryManager, ScriptedMemoryModel
-from langmem_adapters.manager import last_user_text
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.manager import BackgroundManager, MemoryManager
 
 model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
-atexit.register(lambda: print("extracted", model.calls))  # runs after the executor's exit flush
+# runs after the executor's exit flush (registered first, so run last)
+atexit.register(lambda: print("extracted", model.calls, "succeeded", executor.succeeded))
 manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
 executor = BackgroundManager(manager, delay=60)
 for t in range(5):
@@ -270,4 +266,4 @@ def test_an_exiting_interpreter_flushes_an_open_executor(tmp_path: Any) -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
     )
-    assert done.stdout.split() == ["pending", "5", "extracted", "5"], done.stderr
+    assert done.stdout.split() == ["pending", "5", "extracted", "5", "succeeded", "5"], done.stderr
