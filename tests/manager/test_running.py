@@ -267,3 +267,29 @@ def test_an_exiting_interpreter_flushes_an_open_executor(tmp_path: Any) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.split() == ["pending", "5", "extracted", "5", "succeeded", "5"], done.stderr
+
+
+def test_run_without_pool_runs_blocking_calls_in_the_calling_thread() -> None:
+    """What the exit flush relies on: a sync model's async path (LangChain sends its blocking call
+    to the loop's default executor) runs with no pool thread, and errors come back as raised."""
+    import threading
+
+    from langgraph.store.memory import InMemoryStore
+
+    from langmem_adapters.manager.background import run_without_pool
+
+    async def where() -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, threading.get_ident)
+
+    assert run_without_pool(where()) == threading.get_ident()
+    model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
+    store = InMemoryStore()
+    manager = MemoryManager(model, namespace=("m",), store=store)
+    result = run_without_pool(manager.ainvoke([{"role": "user", "content": "I like tea"}]))
+    assert [o.status for o in result.outcomes] == ["applied"]
+
+    async def fails() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, int, "not a number")
+
+    with pytest.raises(ValueError, match="not a number"):
+        run_without_pool(fails())
