@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
+from contextvars import ContextVar
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -41,10 +42,20 @@ from langmem_adapters.manager.actions import ManagerResult
 from langmem_adapters.manager.debounce import Debouncer, Job, job_key, portable_config
 from langmem_adapters.manager.messages import messages_of
 
-__all__ = ["AsyncBackgroundManager", "BackgroundManager", "Extractor", "run_without_pool"]
+__all__ = [
+    "WITHOUT_POOL",
+    "AsyncBackgroundManager",
+    "BackgroundManager",
+    "Extractor",
+    "run_without_pool",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
+
+#: Set in the worker threads of a :class:`BackgroundManager` flushing at interpreter exit, when
+#: every thread pool refuses work: a ``MemoryManager`` then calls its model without one.
+WITHOUT_POOL: ContextVar[bool] = ContextVar("langmem_adapters_without_pool", default=False)
 
 
 class Extractor(Protocol):
@@ -265,16 +276,10 @@ class BackgroundManager(_Ledger):
 
     def _run(self, key: Hashable, job: Job) -> None:
         try:
-            if self._exiting:  # concurrent.futures refuses work now: no pool (see _exit_hook)
-                result = run_without_pool(
-                    self.manager.ainvoke(
-                        job.input, job.config, context=job.context, store=job.store
-                    )
-                )
-            else:
-                result = self.manager.invoke(
-                    job.input, job.config, context=job.context, store=job.store
-                )
+            WITHOUT_POOL.set(self._exiting)  # this worker thread's context (see _exit_hook)
+            result = self.manager.invoke(
+                job.input, job.config, context=job.context, store=job.store
+            )
         except BaseException as exc:  # kept for the caller; the executor keeps running
             with self._cond:
                 self._record(None, exc, key)
@@ -335,8 +340,9 @@ def _exit_hook(ref: weakref.ref[BackgroundManager]) -> Callable[[], None]:
 
     ``atexit`` hooks run after ``concurrent.futures`` has stopped taking work, and a model's
     sync path needs a pool (``with_structured_output(include_raw=True)`` runs a
-    ``RunnableParallel``). So the calls the flush starts run on the async APIs, on an event loop
-    whose blocking calls run inline (:func:`run_without_pool`), in the same worker threads.
+    ``RunnableParallel``). So the workers run the flushed calls with :data:`WITHOUT_POOL` set: a
+    ``MemoryManager`` then calls its model on the async path, on an event loop whose blocking calls
+    run inline (:func:`run_without_pool`); its store calls stay on the sync APIs.
     """
 
     def hook() -> None:
