@@ -28,11 +28,9 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Coroutine, Hashable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
@@ -41,21 +39,9 @@ from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager.actions import ManagerResult
 from langmem_adapters.manager.debounce import Debouncer, Job, job_key, portable_config
 from langmem_adapters.manager.messages import messages_of
+from langmem_adapters.manager.without_pool import WITHOUT_POOL
 
-__all__ = [
-    "WITHOUT_POOL",
-    "AsyncBackgroundManager",
-    "BackgroundManager",
-    "Extractor",
-    "run_without_pool",
-]
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-#: Set in the worker threads of a :class:`BackgroundManager` flushing at interpreter exit, when
-#: every thread pool refuses work: a ``MemoryManager`` then calls its model without one.
-WITHOUT_POOL: ContextVar[bool] = ContextVar("langmem_adapters_without_pool", default=False)
+__all__ = ["AsyncBackgroundManager", "BackgroundManager", "Extractor"]
 
 
 class Extractor(Protocol):
@@ -192,36 +178,6 @@ class _Ledger:
         """Tell the scheduler the queue changed (called under ``guard``)."""
 
 
-class _InlineExecutor(ThreadPoolExecutor):
-    """An executor that runs each call at once in the thread that submits it.
-
-    The default executor of the event loop an exit flush runs on (asyncio takes only a
-    ``ThreadPoolExecutor`` there): once ``concurrent.futures``' own exit hook has run, every real
-    pool refuses new work, and LangChain runs a sync model's or parser's async path through the
-    loop's default executor.
-    """
-
-    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
-        """Run ``fn`` now; its result or exception in a finished future."""
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # the future carries it, as a pool's would
-            future.set_exception(exc)
-        return future
-
-
-def run_without_pool(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on a new event loop of this thread whose blocking calls run inline: no thread
-    pool and no new thread, so it works while the interpreter exits."""
-    loop = asyncio.new_event_loop()
-    loop.set_default_executor(_InlineExecutor())
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        loop.close()
-
-
 class BackgroundManager(_Ledger):
     """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
 
@@ -342,7 +298,7 @@ def _exit_hook(ref: weakref.ref[BackgroundManager]) -> Callable[[], None]:
     sync path needs a pool (``with_structured_output(include_raw=True)`` runs a
     ``RunnableParallel``). So the workers run the flushed calls with :data:`WITHOUT_POOL` set: a
     ``MemoryManager`` then calls its model on the async path, on an event loop whose blocking calls
-    run inline (:func:`run_without_pool`); its store calls stay on the sync APIs.
+    run inline (:func:`~langmem_adapters.manager.without_pool.run_without_pool`); its store calls stay on the sync APIs.
     """
 
     def hook() -> None:

@@ -38,12 +38,13 @@ from langmem_adapters.manager.actions import (
     parse_actions,
 )
 from langmem_adapters.manager.apply import Plan, apply, validate
-from langmem_adapters.manager.background import WITHOUT_POOL, BackgroundManager, run_without_pool
+from langmem_adapters.manager.background import BackgroundManager
 from langmem_adapters.manager.compaction import compact
 from langmem_adapters.manager.dedupe import Dedupe
 from langmem_adapters.manager.layouts import FactLayout, LangmemFacts, TierFacts
 from langmem_adapters.manager.messages import Cursors, messages_of, to_turns
 from langmem_adapters.manager.prompt import DEFAULT_INSTRUCTIONS, build_prompt, within_budget
+from langmem_adapters.manager.without_pool import WITHOUT_POOL, run_without_pool
 from langmem_adapters.memory import Attribution, EpisodicMemory, ProceduralMemory, Procedure
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.tools.templates import NamespaceTemplate

@@ -276,7 +276,7 @@ def test_run_without_pool_runs_blocking_calls_in_the_calling_thread() -> None:
 
     from langgraph.store.memory import InMemoryStore
 
-    from langmem_adapters.manager.background import run_without_pool
+    from langmem_adapters.manager.without_pool import run_without_pool
 
     async def where() -> int:
         return await asyncio.get_running_loop().run_in_executor(None, threading.get_ident)
