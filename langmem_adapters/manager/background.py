@@ -200,7 +200,7 @@ class BackgroundManager(_Ledger):
             target=self._schedule, name="memory-manager-debounce", daemon=True
         )
         self._loop.start()
-        #: Set at interpreter exit: calls then run on the async APIs without a thread pool.
+        #: Set at interpreter exit: the flushed calls then run with ``WITHOUT_POOL`` set.
         self._exiting = False
         self._exit_hook = _exit_hook(weakref.ref(self))
         atexit.register(self._exit_hook)
@@ -296,9 +296,10 @@ def _exit_hook(ref: weakref.ref[BackgroundManager]) -> Callable[[], None]:
 
     ``atexit`` hooks run after ``concurrent.futures`` has stopped taking work, and a model's
     sync path needs a pool (``with_structured_output(include_raw=True)`` runs a
-    ``RunnableParallel``). So the workers run the flushed calls with :data:`WITHOUT_POOL` set: a
-    ``MemoryManager`` then calls its model on the async path, on an event loop whose blocking calls
-    run inline (:func:`~langmem_adapters.manager.without_pool.run_without_pool`); its store calls stay on the sync APIs.
+    ``RunnableParallel``). So the workers run the flushed calls with ``WITHOUT_POOL`` set: a
+    ``MemoryManager`` then calls its model on the async path, on an event loop whose blocking
+    calls run inline (:mod:`langmem_adapters.manager.without_pool`); its store calls stay on the
+    sync APIs.
     """
 
     def hook() -> None:
