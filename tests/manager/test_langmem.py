@@ -13,11 +13,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.store.base import BaseStore
 from pydantic import Field
 
+from langmem_adapters.demo import ScriptedMemoryModel
+from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager import (
-    InvalidArgumentError,
     MemoryManager,
     ReflectionExecutor,
-    ScriptedMemoryModel,
     create_memory_store_manager,
 )
 from langmem_adapters.memory import SemanticMemory

@@ -14,14 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 
-from langmem_adapters.manager import (
-    AsyncBackgroundManager,
-    BackgroundManager,
-    InvalidArgumentError,
-    MemoryManager,
-    ScriptedMemoryModel,
-    last_user_text,
-)
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.manager import AsyncBackgroundManager, BackgroundManager, MemoryManager
 from langmem_adapters.memory import SemanticMemory
 from tests.manager.helpers import run
 
@@ -248,11 +243,12 @@ async def test_history_is_bounded_by_keep_with_counts_of_the_rest(
 EXIT_SCRIPT = """
 import atexit
 from langgraph.store.memory import InMemoryStore
-from langmem_adapters.manager import BackgroundManager, MemoryManager, ScriptedMemoryModel
-from langmem_adapters.manager import last_user_text
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.manager import BackgroundManager, MemoryManager
 
 model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
-atexit.register(lambda: print("extracted", model.calls))  # runs after the executor's exit flush
+# runs after the executor's exit flush (registered first, so run last)
+atexit.register(lambda: print("extracted", model.calls, "succeeded", executor.succeeded))
 manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
 executor = BackgroundManager(manager, delay=60)
 for t in range(5):
@@ -270,4 +266,30 @@ def test_an_exiting_interpreter_flushes_an_open_executor(tmp_path: Any) -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
     )
-    assert done.stdout.split() == ["pending", "5", "extracted", "5"], done.stderr
+    assert done.stdout.split() == ["pending", "5", "extracted", "5", "succeeded", "5"], done.stderr
+
+
+def test_run_without_pool_runs_blocking_calls_in_the_calling_thread() -> None:
+    """What the exit flush relies on: a sync model's async path (LangChain sends its blocking call
+    to the loop's default executor) runs with no pool thread, and errors come back as raised."""
+    import threading
+
+    from langgraph.store.memory import InMemoryStore
+
+    from langmem_adapters.manager.without_pool import run_without_pool
+
+    async def where() -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, threading.get_ident)
+
+    assert run_without_pool(where()) == threading.get_ident()
+    model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
+    store = InMemoryStore()
+    manager = MemoryManager(model, namespace=("m",), store=store)
+    result = run_without_pool(manager.ainvoke([{"role": "user", "content": "I like tea"}]))
+    assert [o.status for o in result.outcomes] == ["applied"]
+
+    async def fails() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, int, "not a number")
+
+    with pytest.raises(ValueError, match="not a number"):
+        run_without_pool(fails())

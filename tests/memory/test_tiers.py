@@ -21,17 +21,17 @@ from langgraph.store.memory import InMemoryStore
 from langmem_adapters.errors import (
     ConcurrentWriteError,
     InvalidFilterError,
+    InvalidMemoryQueryError,
+    InvalidMemoryWriteError,
     InvalidValueError,
+    MemoryTypeError,
     NonJSONValueError,
+    RecordNotFoundError,
 )
 from langmem_adapters.memory import (
     Attribution,
     EpisodicMemory,
-    InvalidMemoryQueryError,
-    InvalidMemoryWriteError,
-    MemoryTypeError,
     ProceduralMemory,
-    RecordNotFoundError,
     SemanticMemory,
     WorkingMemory,
     blended_score,

@@ -25,10 +25,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 
+from langmem_adapters.errors import MemoryToolConfigError, NamespaceTemplateError
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory
 from langmem_adapters.tools import (
-    MemoryToolConfigError,
-    NamespaceTemplateError,
     create_manage_memory_tool,
     create_memory_tools,
     create_search_memory_tool,
