@@ -29,7 +29,7 @@ from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.connection import BACKGROUND
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-from tests.conftest import hash_index
+from tests.stores import hash_index, ours_only
 
 N, DIMS = 4000, 96
 DATA = np.random.default_rng(0).standard_normal((N, DIMS)).astype(np.float32)
@@ -198,9 +198,8 @@ def test_redis_ef_runtime_is_explicit_too() -> None:
         client.close()
 
 
+@ours_only("InMemoryStore has no vector_stats")
 def test_vector_stats_fields(make_store: Any, backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no vector_stats")
     assert make_store().vector_stats() is None  # no index
     store = make_store(index=hash_index())
     store.put(("a",), "1", {"text": "hello"})
@@ -335,9 +334,8 @@ async def test_async_twins_calibrate_in_the_background() -> None:
         _drop_pg(store)  # type: ignore[arg-type]
 
 
+@ours_only("InMemoryStore has no vector_stats")
 async def test_async_vector_stats_and_calibrate(make_astore: Any, backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no vector_stats")
     store = await make_astore(index=hash_index())
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
     stats = await store.acalibrate()  # forced, even on a small index

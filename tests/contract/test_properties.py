@@ -6,7 +6,6 @@ import asyncio
 import uuid
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.base import (
@@ -19,8 +18,10 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from tests.conftest import AsyncStoreFactory, StoreFactory
 from tests.contract.model import Model
+from tests.stores import AsyncStoreFactory, StoreFactory, ours_only
+
+pytestmark = ours_only("the model encodes our semantics, which InMemoryStore does not share")
 
 LABELS = ["a", "b", "a_b", "a-b", "%", "*", "x y", "ü", "\\", "{t}", "a|b"]
 KEYS = ["k1", "k2", "k%", "k_", "K1"]
@@ -109,16 +110,10 @@ def _observe(result: Any) -> Any:
     return result
 
 
-def _ours(backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("the model encodes our semantics, which InMemoryStore does not share")
-
-
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def test_random_sequences_match_model(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store: BaseStore = make_store()
 
     @PROPERTY
@@ -136,7 +131,6 @@ def test_random_sequences_match_model(make_store: StoreFactory, backend: str) ->
 async def test_random_sequences_match_model_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store = await make_astore()
     loop = asyncio.get_running_loop()
 

@@ -26,7 +26,9 @@ from langmem_adapters.errors import (
     InvalidValueError,
     LangmemAdaptersError,
 )
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+
+pytestmark = ours_only("InMemoryStore accepts any Python object and has no iter_items")
 
 INJECTIONS = [
     "'; DROP TABLE langmem_store; --",
@@ -135,8 +137,6 @@ def store_state(store: BaseStore) -> list[tuple[Any, ...]]:
 
 
 def _prepare(make_store: StoreFactory, backend: str) -> BaseStore:
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
     store = make_store()
     store.put(SENTINEL, "secret", {"a": 1, "b": "x", "text": "secret"})
     return store
@@ -296,8 +296,6 @@ HUGE = [1_000_001, 2_000_000, 2**31, 2**40, 2**40 + 1, 2**63 - 1, 2**63, 2**64, 
 
 def populated_store(make_store: StoreFactory, backend: str) -> BaseStore:
     """Twelve items in two namespaces under ``("fuzz",)`` (and the sentinel), with a vector index."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no iter_items and accepts any Python object")
     store = make_store(index=hash_index(fields=["text"]))
     fill(store.batch)
     return store
@@ -306,10 +304,7 @@ def populated_store(make_store: StoreFactory, backend: str) -> BaseStore:
 async def indexed_astore(
     make_astore: AsyncStoreFactory, backend: str, hybrid: bool = False
 ) -> BaseStore:
-    """An empty async store of the backend with a vector index on ``text`` (and hybrid search);
-    InMemoryStore is skipped: it accepts any Python object and has no ``aiter_items``."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
+    """An empty async store of the backend with a vector index on ``text`` (and hybrid search)."""
     return await make_astore(index=hash_index(fields=["text"], hybrid=hybrid))
 
 

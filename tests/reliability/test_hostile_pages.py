@@ -21,7 +21,6 @@ from langmem_adapters.errors import (
     InvalidRecordError,
     InvalidValueError,
 )
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.reliability.test_hostile_input import (
     HUGE,
     fill,
@@ -29,6 +28,9 @@ from tests.reliability.test_hostile_input import (
     populated_store,
     store_state,
 )
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+
+pytestmark = ours_only("InMemoryStore accepts any page, TTL or id size and has no iter_items")
 
 BAD_COUNTS: list[tuple[Any, type[Exception]]] = [
     (-1, InvalidArgumentError),
@@ -165,8 +167,6 @@ def test_ttls_beyond_every_backend_raise_our_error(
 ) -> None:
     """A TTL whose expiry a backend cannot compute (PostgreSQL's interval, Redis' milliseconds)
     is refused before any I/O, on puts, TTL configs and restored records alike."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no TTL")
     store = make_store(ttl={"default_ttl": 60})
     store.put(("fuzz",), "k", {"v": 1}, ttl=MAX_TTL_MINUTES)  # the longest is served
     before = store_state(store)
@@ -189,8 +189,6 @@ def test_item_ids_beyond_the_index_bound_raise_our_error(
     """A namespace and key of more than MAX_ID_BYTES together (PostgreSQL's btree index bound, where
     a random 2,700-byte key was a driver error) are refused on every backend; up to it they are
     stored, and deleting or reading a longer one is simply nothing."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no such bound")
     store = make_store(index=hash_index(fields=["text"]))
     rng = random.Random(7)
     longest = "".join(rng.choice("abcdefghijklmnopqrstuvwxyzüé🙂") for _ in range(700))
@@ -220,8 +218,6 @@ def test_a_sweep_interval_beyond_a_thread_wait_is_served(
 ) -> None:
     """A sweeper interval of centuries waits at most ``threading.TIMEOUT_MAX`` (a longer wait made
     the sweeper thread die with OverflowError); stopping it still works at once."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no TTL")
     store = make_store(ttl={"default_ttl": 60, "sweep_interval_minutes": 1e300})
     errors: list[Any] = []
     hook, threading.excepthook = threading.excepthook, errors.append

@@ -13,8 +13,10 @@ import pytest
 from langgraph.store.base import BaseStore, GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from langmem_adapters import LangmemAdaptersError
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.reliability.test_hostile_input import indexed_astore
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+
+pytestmark = ours_only("InMemoryStore accepts any Python object and has no iter_items")
 
 SENTINEL = ("victim", "tenant")
 SECRET = {"text": "secret note 7", "kind": "fact", "n": 7}
@@ -185,8 +187,6 @@ def hostile_store(
     make_store: StoreFactory, backend: str, request: pytest.FixtureRequest
 ) -> BaseStore:
     """An indexed store of the backend (with hybrid search, or vector only), holding the sentinel."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
     store = make_store(index=hash_index(fields=["text"], hybrid=request.param))
     store.put(SENTINEL, "secret", SECRET)
     return store

@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from langmem_adapters.postgres import PostgresStore
 from tests import servers
-from tests.conftest import _reset_postgres, hash_index
+from tests.stores import hash_index, reset_postgres
 
 PGBOUNCER = shutil.which("pgbouncer") or (
     "/usr/sbin/pgbouncer" if os.path.exists("/usr/sbin/pgbouncer") else None
@@ -110,7 +110,7 @@ def _user_exists(name: str) -> bool:
 
 
 def test_store_works_in_transaction_mode(bouncer_dsn: str) -> None:
-    _reset_postgres(servers.postgres_dsn())
+    reset_postgres(servers.postgres_dsn())
     # PgBouncer before 1.21 cannot keep prepared statements in transaction mode: turn them off.
     pool = {"max_size": 4, "kwargs": {"prepare_threshold": None}}
     with PostgresStore.from_conn_string(

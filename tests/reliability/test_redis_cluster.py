@@ -25,10 +25,10 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-from tests.conftest import hash_index
 from tests.contract import test_unscored as unscored
 from tests.contract.model import Model
 from tests.contract.test_properties import PROPERTY, _observe, _ops
+from tests.stores import hash_index
 
 NAMESPACES = [("users", f"u{i}", kind) for i in range(6) for kind in ("memories", "prefs")]
 

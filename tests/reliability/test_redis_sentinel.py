@@ -34,7 +34,7 @@ from langmem_adapters.redis.urls import (
     parse_sentinel_url,
 )
 from tests import servers
-from tests.conftest import hash_index
+from tests.stores import hash_index
 
 MODES = ["query_engine", "plain"]
 DEADLINE = 30.0  # seconds a failover may take before the test fails

@@ -34,7 +34,7 @@ from langmem_adapters.tools import (
     create_search_memory_tool,
 )
 from langmem_adapters.tools.templates import NamespaceTemplate as _Template
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
