@@ -19,6 +19,7 @@ from langmem_adapters.core.filters import matches, parse_filter
 from langmem_adapters.errors import InvalidFilterError, InvalidNamespaceError
 from tests import servers
 from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+from tests.waiting import wait_until
 
 pytestmark = ours_only(
     "InMemoryStore has no count/delete_namespace/iter_items (the tiers' fallback is tested)"
@@ -188,19 +189,21 @@ def test_concurrent_writers_never_leave_a_half_deleted_namespace(
     namespace listed holds items and every item's namespace is listed."""
     store: Any = make_store()
     stop = threading.Event()
+    written = [0]
 
     def write() -> None:
-        i = 0
         while not stop.is_set():
+            i = written[0]
             store.put(("race", f"n{i % 7}", str(i)), "k", {"i": i})
-            i += 1
+            written[0] = i + 1
 
     thread = threading.Thread(target=write)
     thread.start()
     try:
         removed = 0
-        for _ in range(5):
-            time.sleep(0.02)
+        for _ in range(5):  # each delete meets items written since the last one
+            enough = written[0] + 5
+            wait_until(lambda n=enough: written[0] >= n, what="writes between deletes")
             removed += store.delete_namespace(("race",))
     finally:
         stop.set()

@@ -26,6 +26,7 @@ from langgraph.store.base import (
 from langmem_adapters.core.identity import PROBES
 from langmem_adapters.embeddings import HashEmbeddings
 from tests.stores import DIMS, StoreFactory, hash_index, ours_only
+from tests.waiting import wait_until
 
 
 def snapshot(store: BaseStore) -> list[tuple[tuple[str, ...], str, Any]]:
@@ -654,11 +655,14 @@ def test_bad_ttl_rejected(make_store: StoreFactory) -> None:
 
 
 @ours_only("InMemoryStore has no TTL")
-def test_sweeper_starts_and_stops(make_store: StoreFactory) -> None:
+def test_sweeper_starts_and_stops(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="langmem_adapters")
     store: Any = make_store(ttl={"default_ttl": 0.01, "sweep_interval_minutes": 0.01})
     store.put(("t",), "k", {"v": 1})
     store.start_ttl_sweeper()
-    time.sleep(2.0)
+    wait_until(lambda: "TTL sweep removed 1 items" in caplog.text, what="a sweep removing it")
     assert store.stop_ttl_sweeper(timeout=5)
     assert store.get(("t",), "k") is None
 

@@ -27,6 +27,7 @@ from langmem_adapters import (
 )
 from langmem_adapters.core.identity import PROBES
 from tests.stores import DIMS, AsyncStoreFactory, StoreFactory, ours_only
+from tests.waiting import wait_until
 
 pytestmark = ours_only("InMemoryStore has no embedding identity or reindex")
 
@@ -120,15 +121,15 @@ def test_reindex_moves_the_store_while_searches_keep_answering(
     searcher.start()
     progress: list[tuple[int, int]] = []
     try:
-        while len(seen) < 3:
-            time.sleep(0.01)
+        wait_until(lambda: len(seen) >= 3, what="searches before the reindex")
         assert (
             store.reindex(
                 Salted(DIMS), page_size=100, progress=lambda d, t: progress.append((d, t))
             )
             == 500
         )
-        time.sleep(0.1)
+        after = len(seen) + 1  # the search running as the reindex returned may be on either side
+        wait_until(lambda: len(seen) >= after + 3, what="searches after the reindex")
     finally:
         stop.set()
         searcher.join()
