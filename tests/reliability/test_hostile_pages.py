@@ -21,7 +21,7 @@ from langmem_adapters.errors import (
     InvalidRecordError,
     InvalidValueError,
 )
-from tests.reliability.test_hostile_input import (
+from tests.reliability.hostile import (
     HUGE,
     fill,
     indexed_astore,
@@ -67,7 +67,7 @@ def _keys(result: Any) -> Any:
 def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
     make_store: StoreFactory, backend: str
 ) -> None:
-    store = populated_store(make_store, backend)
+    store = populated_store(make_store)
     before = store_state(store)
     expected = [_keys(getattr(store, m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
     assert all(expected) and len(expected[0]) == 12
@@ -89,7 +89,7 @@ def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
 
 
 async def test_huge_limits_and_offsets_async(make_astore: AsyncStoreFactory, backend: str) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await fill(store.abatch)
     expected = [_keys(await getattr(store, "a" + m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
     everything = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",))]  # type: ignore[attr-defined]
@@ -119,7 +119,7 @@ def _bad_count_calls(bad: Any) -> list[tuple[str, Call]]:
 def test_bad_counts_raise_our_errors_naming_the_argument(
     make_store: StoreFactory, backend: str
 ) -> None:
-    store = populated_store(make_store, backend)
+    store = populated_store(make_store)
     before = store_state(store)
     cases: list[tuple[Any, type[Exception]]] = [
         *BAD_COUNTS,
@@ -147,7 +147,7 @@ def test_bad_counts_raise_our_errors_naming_the_argument(
 async def test_bad_counts_raise_our_errors_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await fill(store.abatch)
     for bad, error in BAD_COUNTS:
         for name, (method, args, kw) in _bad_count_calls(bad):

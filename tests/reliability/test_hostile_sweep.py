@@ -13,12 +13,11 @@ import pytest
 from langgraph.store.base import BaseStore, GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from langmem_adapters import LangmemAdaptersError
-from tests.reliability.test_hostile_input import indexed_astore
+from tests.reliability.hostile import SENTINEL, indexed_astore
 from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
 
 pytestmark = ours_only("InMemoryStore accepts any Python object and has no iter_items")
 
-SENTINEL = ("victim", "tenant")
 SECRET = {"text": "secret note 7", "kind": "fact", "n": 7}
 
 
@@ -214,7 +213,7 @@ def test_generated_hostile_operations(hostile_store: BaseStore, backend: str) ->
 async def test_generated_hostile_operations_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await store.aput(SENTINEL, "secret", SECRET)
     outside = _outside(await store.asearch((), limit=10**6))
     sweep = Sweep(160 + len(backend))
