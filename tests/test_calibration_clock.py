@@ -125,7 +125,7 @@ def test_a_failed_check_is_tried_again_after_retry_seconds_not_before() -> None:
     assert woken == [1, 1]
 
 
-def test_a_fitting_measurement_is_spot_checked_after_min_interval_and_spot_every_searches() -> None:
+def test_spot_checks_wait_for_min_interval_and_spot_every_searches() -> None:
     clock, woken = Clock(), []
     cal = calibrator(clock, woken)
     load_kept(cal, measurement())
