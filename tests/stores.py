@@ -8,7 +8,9 @@ never collected for InMemoryStore and never skipped at run time.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import psycopg
@@ -49,3 +51,12 @@ def reset_postgres(dsn: str, prefix: str = "langmem") -> None:
         ]
         if tables:
             conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+
+
+def tick() -> datetime:
+    """A timestamp strictly between the store writes before and after it (for ``as_of`` and
+    history reads): time passing is the point, nothing is waited for."""
+    time.sleep(0.02)
+    when = datetime.now(timezone.utc)
+    time.sleep(0.02)
+    return when

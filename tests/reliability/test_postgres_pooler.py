@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,18 +32,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def bouncer_dsn() -> Iterator[str]:
     """A transaction-mode PgBouncer on loopback in front of the test server."""
     target = conninfo_to_dict(servers.postgres_dsn())
     work = Path(tempfile.mkdtemp(prefix="langmem-pgbouncer-"))
-    port = _free_port()
+    port = servers.free_port()
     user = target.get("user", "postgres")
     (work / "users.txt").write_text(f'"{user}" ""\n')
     backend = " ".join(

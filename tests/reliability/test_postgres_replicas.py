@@ -200,7 +200,7 @@ async def test_a_replica_that_is_down_from_the_start(kind: str, standby: Any) ->
     """A replica that refuses connections when the store opens: the store opens and answers from
     the primary."""
     primary, _, _ = standby
-    dead = f"postgresql://postgres@127.0.0.1:{servers._free_port()}/postgres"
+    dead = f"postgresql://postgres@127.0.0.1:{servers.free_port()}/postgres"
     async with open_store(kind, primary, dead) as store:
         await store.aput(NS, "a", {"v": 1})
         for _ in range(3):

@@ -19,7 +19,8 @@ from langmem_adapters.errors import LangmemAdaptersError, ServerConfigError, Sto
 from langmem_adapters.postgres import AsyncPostgresStore
 from langmem_adapters.server import ServerSettings, generate_store
 from tests import servers
-from tests.server.support import drop_tables, free_port, postgres_rows, store_url
+from tests.server.support import drop_tables, postgres_rows, store_url
+from tests.servers import free_port
 from tests.waiting import await_until
 
 
