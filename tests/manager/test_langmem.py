@@ -21,8 +21,8 @@ from langmem_adapters.manager import (
     create_memory_store_manager,
 )
 from langmem_adapters.memory import SemanticMemory
-from tests.conftest import StoreFactory, hash_index
 from tests.manager.helpers import run
+from tests.stores import StoreFactory, hash_index
 
 try:
     from langmem import create_memory_store_manager as langmem_store_manager

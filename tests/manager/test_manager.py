@@ -25,7 +25,8 @@ from langmem_adapters.manager import SYSTEM_PROMPT, MemoryManager
 from langmem_adapters.manager.messages import to_turns
 from langmem_adapters.manager.prompt import build_prompt
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory
-from tests.manager.helpers import everything, process, run, tick
+from tests.manager.helpers import everything, process, run
+from tests.stores import tick
 
 CONFIG: RunnableConfig = {"configurable": {"user_id": "ada", "thread_id": "t1"}}
 ROOT = ("memories", "ada")

@@ -4,7 +4,6 @@ executors' debounce (100 threads x 5 rapid messages), flush and shutdown, sync a
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from typing import Any, TypedDict
 
@@ -19,6 +18,7 @@ from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager import AsyncBackgroundManager, BackgroundManager, MemoryManager
 from langmem_adapters.memory import SemanticMemory
 from tests.manager.helpers import run
+from tests.waiting import await_until
 
 
 class Ctx(TypedDict):
@@ -110,12 +110,13 @@ async def test_background_debounce_100_threads(store: BaseStore, use_async: bool
         for t in range(THREADS):
             executor.submit(conversation(t, i), {"configurable": {"thread_id": f"t{t}"}})
         if use_async:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the rounds come over time (the scheduler runs between)
     assert model.calls == 0
-    deadline = time.monotonic() + 30
-    while len(executor.results) < THREADS and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(2 * DELAY)  # nothing more comes after the debounce
+    await await_until(lambda: len(executor.results) >= THREADS, what="one call per thread")
+    # Nothing more comes after the debounce: nothing is pending, and once what runs has ended
+    # (flush expedites nothing here, it waits for idle) there was one call per thread.
+    assert executor.pending == 0
+    assert await executor.aflush(timeout=30) if use_async else executor.flush(timeout=30)
     check_one_final_extraction_per_thread(model, executor.results)
     assert not executor.errors and executor.pending == 0
     if use_async:
@@ -171,10 +172,10 @@ async def test_async_executor_survives_cancelled_submitters() -> None:
 
     async def submitter() -> None:
         executor.submit(conversation(1, 0), {"configurable": {"thread_id": "a"}})
-        await asyncio.sleep(10)
+        await asyncio.Event().wait()  # the run goes on until it is cancelled
 
     task = asyncio.create_task(submitter())
-    await asyncio.sleep(0.01)
+    await await_until(lambda: executor.pending == 1, what="the submission")
     task.cancel()  # the run that submitted is cancelled: the deferred call still happens
     assert await executor.aflush(timeout=5)
     await executor.ashutdown()

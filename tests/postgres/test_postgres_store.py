@@ -20,7 +20,7 @@ from langmem_adapters.postgres.schema import SCHEMA_VERSION, Tables
 from langmem_adapters.postgres.search import list_statement as _list_statement
 from langmem_adapters.postgres.search import vector_search as _vector_search
 from tests import servers
-from tests.conftest import DIMS, _reset_postgres, hash_index
+from tests.stores import DIMS, hash_index, reset_postgres
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def dsn() -> str:
     dsn = servers.postgres_dsn()
     with PostgresStore.from_conn_string(dsn) as store:
         store.setup()
-    _reset_postgres(dsn)
+    reset_postgres(dsn)
     return dsn
 
 

@@ -22,7 +22,7 @@ from langmem_adapters.core.refresh import REFRESH_S
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
 from tests import servers
-from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.stores import AsyncStoreFactory, StoreFactory
 
 MODES = ["redis-qe", "redis-plain"]
 IDENTIFIER = "ERR_TLS_CERT_ALTNAME"

@@ -22,6 +22,7 @@ from langmem_adapters.redis.schema import SORTED_FIELD, index_command
 from langmem_adapters.redis.search import read_items_info
 from langmem_adapters.redis.stats import RedisStats
 from tests import servers
+from tests.waiting import wait_until
 
 KINDS = ("fact", "note", "task", "pref")
 
@@ -266,14 +267,13 @@ def test_setup_adds_o_to_an_index_made_before_it(
 
 
 def _wait_built(client: redis.Redis, index: str) -> None:
-    for _ in range(200):
+    def built() -> bool:
         info = client.execute_command("FT.INFO", index)
         if isinstance(info, list):
             info = dict(zip(info[::2], info[1::2]))
-        if not int(info.get(b"indexing", info.get("indexing", 0))):
-            return
-        time.sleep(0.02)
-    raise AssertionError("index still scanning")
+        return not int(info.get(b"indexing", info.get("indexing", 0)))
+
+    wait_until(built, timeout=10, what="the index scan")
 
 
 def test_a_guess_left_short_by_deletes_is_not_kept(
