@@ -17,11 +17,9 @@ from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.search import Page
 
 __all__ = ["plain_searches"]
-
-Found = list[tuple[int, SearchOp, list[Record]]]
-"""Each search's position in the batch, its op and its page of records."""
 
 
 def plain_searches(
@@ -32,7 +30,7 @@ def plain_searches(
     qvecs: dict[str, list[float]],
     now_ms: int,
     stats: SearchStats,
-) -> Generator[Round, list[Any], Found]:
+) -> Generator[Round, list[Any], list[Page]]:
     """The pages of a batch's searches from the live namespaces ``live`` (one read of each; a
     hybrid search, when ``stats.corpus`` is stale, also counts the other namespaces' words)."""
     wanted = sorted({ns for _, op, _ in searches for ns in live if under(ns, op.namespace_prefix)})
@@ -78,7 +76,7 @@ def plain_searches(
         if hybrid is not None and qvec is not None:
             records = plain_hybrid(hybrid, op, records, texts, stats.corpus)
         records += unscored  # after every scored item, newest first (InMemoryStore's contract)
-        out.append((i, op, records[op.offset : op.offset + op.limit]))
+        out.append(Page(i, op, records[op.offset : op.offset + op.limit]))
     return out
 
 
