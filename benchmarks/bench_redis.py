@@ -287,7 +287,7 @@ class BarePage:
     here. The query text is built once per user: a hand-written query knows it."""
 
     def __init__(self, url: str, store: BaseStore) -> None:
-        self.client = redis.Redis.from_url(url)
+        self.client = redis.Redis.from_url(url, protocol=2)  # a flat reply: the cheapest to read
         self.index = f"{store.keys.prefix}:items"  # type: ignore[attr-defined]
         self.kind = token("e", ("kind",), "fact")
         self.queries: dict[bench.Namespace, str] = {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -75,7 +74,9 @@ MAX_WINDOW = 1_000_000
 # ranges to read is coarse and often gives a short window, which then costs the plain query too.
 # Measured (50 users x 5 topics, a user's prefix and ``kind == "fact"``, limit 10, one search
 # through our store): at 10k items plain 0.37 ms against 0.44 ms, at 100k 1.01 against 0.44 ms, at 1M
-# 6.2 against 0.31 ms (docs/benchmarks.md).
+# 6.2 against 0.31 ms (docs/benchmarks.md). Kept (issue #28 audit, side by side, docs/architecture.md):
+# at 100k the user-prefix search 1.68x faster with them, a global filtered one 3.6x; at 10k forced
+# on 0.70x.
 SORT_FROM = 50_000
 # The widest window the shortcuts are tried for: the optimizer allocates its heap at the window's
 # size up front, and a page this deep costs the plain sort little more than the rows it returns.
@@ -168,7 +169,8 @@ class Searcher:
         elif prefix and not conds and token in knn.broad:
             # A namespace filter that keeps most of the index (and nothing else to filter): walk the
             # HNSW graph and filter its batches, which the server's own choice (a brute-force scan
-            # over the filtered documents) does far slower there.
+            # over the filtered documents) does far slower there (1.67x at 10k items, all under
+            # the prefix: docs/architecture.md).
             policy = " HYBRID_POLICY BATCHES"
         exact = all(c is not None for c in pushed)
         return cls(keys, spec, op, conds, qvec, knn.ef, tuple(parts), exact, policy, edges)
@@ -214,7 +216,8 @@ class Searcher:
                 "B",
                 np.asarray(self.qvec, vector_dtype(self.spec)[1]).tobytes(),
             ]
-        # A KNN page whose conditions the server answered needs only its own rows (and ties).
+        # A KNN page whose conditions the server answered needs only its own rows (and ties): 1.10x
+        # on a one-namespace KNN search at 10k items, 1.05x global (docs/architecture.md).
         load = self.need if self.exact and params else 0
         shortcut, guess = 0, ""
         if not params and self.edges is not None and window <= SORT_UP_TO:
@@ -288,9 +291,7 @@ class Searcher:
             window *= 4
             (reply,) = yield Round([self.call(window)])
             hits, last, rows = self.records(reply, window)
-        primary = [r.distance if r.distance is not None else -r.updated for r in ok]
-        if any(a >= b for a, b in pairwise(primary)):  # else already in page order
-            ok.sort(key=_SORT_KEY)
+        ok.sort(key=_SORT_KEY)  # the server's order, with ties broken by namespace and key
         return ok
 
     def page(self, matched: list[Record]) -> list[Record]:
