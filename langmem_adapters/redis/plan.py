@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
@@ -54,25 +54,19 @@ Touches = dict[tuple[str, str], float]
 """Items a batch read with ``refresh_ttl``: (namespace text, key) -> their TTL in minutes."""
 
 
-class Clock(NamedTuple):
-    """The batch's one reading of the clock."""
-
-    us: int
-
-    @property
-    def ms(self) -> int:
-        return self.us // 1000
-
-
 @dataclass(frozen=True, slots=True)
 class Context:
-    """What every stage of a batch reads: the store's layout, mode and index, and the clock."""
+    """What every stage of a batch reads: the store's layout, mode and index, and the batch's one reading of the clock."""
 
     keys: Keys
     mode: Mode
     spec: IndexSpec | None
     cluster: bool
-    clock: Clock
+    now_us: int
+
+    @property
+    def now_ms(self) -> int:
+        return self.now_us // 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +84,7 @@ class ServerSearch:
 
 @dataclass(frozen=True, slots=True)
 class ReadRound:
-    """The batch's one read round, in reply order: one ``HMGET`` per get, the namespace registry
+    """The batch's one read round, in the order of its calls: one ``HMGET`` per get, the namespace registry
     (for listings and plain-mode searches), the Query Engine searches, and the items index's
     ``FT.INFO`` when its reading is stale."""
 
@@ -106,15 +100,6 @@ class ReadRound:
         return calls + ([self.info] if self.info else [])
 
 
-class ReadReplies(NamedTuple):
-    """The replies of a :class:`ReadRound`, split by what asked for them."""
-
-    gets: Sequence[Any]
-    registry: Sequence[Any]
-    searches: list[Sequence[Any]]
-    info: Any
-
-
 def plan(
     keys: Keys,
     mode: Mode,
@@ -128,7 +113,7 @@ def plan(
     results, then write in one script call (on a cluster: register the namespaces, then one script
     call per namespace). ``stats``: what the store keeps between batches (none: nothing kept)."""
     op_list, batch = plan_batch(ops)
-    ctx = Context(keys, mode, spec, cluster, Clock(time.time_ns() // 1000))
+    ctx = Context(keys, mode, spec, cluster, time.time_ns() // 1000)
     qvecs: dict[str, list[float]] = {}
     if spec is not None and batch.searches:
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
@@ -149,7 +134,7 @@ def put_if_absent_plan(
     """Create the item of ``op`` unless a live item has its key, in one script call: whether it
     was created (validated and embedded as a batch's put)."""
     _, batch = plan_batch([op])
-    ctx = Context(keys, mode, spec, cluster, Clock(time.time_ns() // 1000))
+    ctx = Context(keys, mode, spec, cluster, time.time_ns() // 1000)
     vectors = (yield from embed_writes(keys, spec, batch.writes)) if spec is not None else {}
     return (yield from _writes(ctx, batch.writes, vectors, {}, "a"))
 
@@ -170,20 +155,20 @@ def _reads(
             ctx.keys, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
         )
     read = _read_round(ctx, batch, qvecs, knn, stats, results)
-    calls = read.calls
-    replies = _split(read, (yield Round(calls)) if calls else [])
+    replies = iter((yield Round(read.calls)) if read.calls else [])  # read in the calls' order
+    touch = _get_results(batch.gets, [next(replies) for _ in read.gets], results)
+    live = [nsp.split(text(n)) for n in (next(replies) if read.registry else [])]
+    sent = [[next(replies) for _ in s.calls] for s in read.searches]
     if read.info is not None and stats is not None:
-        read_items_info(stats, replies.info)
-    touch = _get_results(batch.gets, replies.gets, results)
-    live = [nsp.split(text(n)) for n in replies.registry]
+        read_items_info(stats, next(replies))
     if batch.lists:
         listed = yield from _listed(ctx, batch.lists, live)
         for i, list_op in batch.lists:
             results[i] = _list_result(list_op, listed)
-    pages = yield from _server_pages(read.searches, replies.searches)
+    pages = yield from _server_pages(read.searches, sent)
     if ctx.mode == "plain" and batch.searches:
         pages += yield from plain_searches(
-            ctx.keys, ctx.spec, batch.searches, live, qvecs, ctx.clock.ms, stats or SearchStats()
+            ctx.keys, ctx.spec, batch.searches, live, qvecs, ctx.now_ms, stats or SearchStats()
         )
     for page in pages:
         results[page.at] = [r.search_item(ctx.spec) for r in page.records]
@@ -204,7 +189,7 @@ def _read_round(
     gets = tuple(_get_call(ctx.keys, op.namespace, op.key) for _, op in batch.gets)
     registry = None
     if batch.lists or (ctx.mode == "plain" and batch.searches):
-        registry = Call(("ZRANGE", ctx.keys.registry, f"({ctx.clock.ms}", "+inf", "BYSCORE"))
+        registry = Call(("ZRANGE", ctx.keys.registry, f"({ctx.now_ms}", "+inf", "BYSCORE"))
     if ctx.mode != "query_engine" or not batch.searches:
         return ReadRound(gets, registry, (), None)
     info, edges = shortcuts(ctx.keys, stats)
@@ -236,20 +221,6 @@ def _server_search(
     return ServerSearch(at, s, window, lex, (s.call(window), *(lex.calls() if lex else ())))
 
 
-def _split(read: ReadRound, replies: Sequence[Any]) -> ReadReplies:
-    """The replies of ``read``, by what asked for them."""
-    at = len(read.gets)
-    registry: Sequence[Any] = []
-    if read.registry is not None:
-        registry, at = replies[at], at + 1
-    searches = []
-    for s in read.searches:
-        searches.append(replies[at : at + len(s.calls)])
-        at += len(s.calls)
-    info = replies[at] if read.info is not None else None
-    return ReadReplies(replies[: len(read.gets)], registry, searches, info)
-
-
 def _get_results(
     gets: list[tuple[int, GetOp]], replies: Sequence[Any], results: list[Result]
 ) -> Touches:
@@ -272,13 +243,13 @@ def _listed(
         return live
     wanted = [ns for ns in live if any(nsp.matches_all(ns, op.match_conditions) for _, op in lists)]
     counts = yield Round(
-        [Call(("ZCOUNT", ctx.keys.zset(nsp.join(ns)), f"({ctx.clock.ms}", "+inf")) for ns in wanted]
+        [Call(("ZCOUNT", ctx.keys.zset(nsp.join(ns)), f"({ctx.now_ms}", "+inf")) for ns in wanted]
     )
     return [ns for ns, n in zip(wanted, counts) if n]
 
 
 def _server_pages(
-    searches: Sequence[ServerSearch], replies: list[Sequence[Any]]
+    searches: Sequence[ServerSearch], replies: Sequence[Sequence[Any]]
 ) -> Generator[Round, list[Any], list[Page]]:
     """The page of each Query Engine search from its replies (widened by more rounds as needed):
     the vector side, fused with the lexical side for a hybrid search, then for a KNN page whose
@@ -318,7 +289,7 @@ def _writes(
             ctx.mode,
             ns_text,
             w,
-            ctx.clock.us,
+            ctx.now_us,
             vectors.get((ns_text, w.key), []),
             op_code,
             lexical_text(ctx.spec, w.value, w.index),
@@ -329,12 +300,12 @@ def _writes(
     ]
     written_keys = {(ns_text, w.key) for ns_text, w in named}
     entries += [
-        touch_entry(ns_text, key, ttl, ctx.clock.ms)
+        touch_entry(ns_text, key, ttl, ctx.now_ms)
         for (ns_text, key), ttl in touch.items()
         if (ns_text, key) not in written_keys
     ]
     written = [0]
-    rounds = write_rounds(ctx.keys, ctx.mode, ctx.clock.us, entries, ctx.cluster) if entries else []
+    rounds = write_rounds(ctx.keys, ctx.mode, ctx.now_us, entries, ctx.cluster) if entries else []
     for request in rounds:
         written = yield request
     return bool(sum(written))

@@ -68,15 +68,12 @@ MAX_WINDOW = 1_000_000
 # From this many documents in the items index, a newest-first search tries the search script's
 # shortcuts first (``lua/search.lua``): the query within the newest updated_at range that held its
 # last window, or else RediSearch's sort optimizer, each kept only when provably exact. The plain
-# query gathers and sorts every match, so its cost grows with the matches, which an index this small
-# keeps at a few thousand at most; the shortcuts read the newest ranges of the indexed timestamp
-# ``o`` and cost about the same at any size, but on a small index the optimizer's guess of the
-# ranges to read is coarse and often gives a short window, which then costs the plain query too.
-# Measured (50 users x 5 topics, a user's prefix and ``kind == "fact"``, limit 10, one search
-# through our store): at 10k items plain 0.37 ms against 0.44 ms, at 100k 1.01 against 0.44 ms, at 1M
-# 6.2 against 0.31 ms (docs/benchmarks.md). Kept (issue #28 audit, side by side, docs/architecture.md):
-# at 100k the user-prefix search 1.68x faster with them, a global filtered one 3.6x; at 10k forced
-# on 0.70x.
+# query gathers and sorts every match, so its cost grows with the matches; the shortcuts read the
+# newest ranges of the indexed timestamp ``o`` and cost about the same at any size, but on a small
+# index the optimizer's guess is coarse and often gives a short window, costing the plain query too.
+# Measured side by side (bench_redis's user prefix, ``kind == "fact"``, limit 10): at 100k items the
+# shortcuts make it 1.68x faster, a global filtered search 3.6x; at 10k, forced on, 0.70x
+# (docs/architecture.md; at 1M 6.2 against 0.31 ms, docs/benchmarks.md).
 SORT_FROM = 50_000
 # The widest window the shortcuts are tried for: the optimizer allocates its heap at the window's
 # size up front, and a page this deep costs the plain sort little more than the rows it returns.
@@ -90,8 +87,7 @@ _STANDARD: dict[Distance, Callable[[float], float]] = {
     "l2": lambda d: max(d, 0.0) ** 0.5,
 }
 
-# A record's place in search order (C-level attribute access: no Python frame per row).
-_SORT_KEY = attrgetter("sort_key")
+_SORT_KEY = attrgetter("sort_key")  # a record's place in search order
 
 
 class Page(NamedTuple):
@@ -105,12 +101,9 @@ class Page(NamedTuple):
 class Knn(NamedTuple):
     """How a batch's KNN searches run (see :func:`knn_settings`)."""
 
-    #: HNSW search breadth (0: the server's default, for a search without a query vector).
-    ef: int = 0
-    #: Namespace-prefix tokens that hold at least half of the index: walk HNSW, filter its batches.
-    broad: frozenset[str] = frozenset()
-    #: Namespace-prefix tokens (``""``: the whole index) to scan exactly instead of walking HNSW.
-    exact: frozenset[str] = frozenset()
+    ef: int = 0  # HNSW search breadth (0: none, a search without a query vector)
+    broad: frozenset[str] = frozenset()  # prefix tokens holding half of the index or more
+    exact: frozenset[str] = frozenset()  # prefix tokens ("": the index) to scan exactly
 
 
 NO_KNN = Knn()
@@ -188,9 +181,7 @@ class Searcher:
         return max(2 * self.need, 20) if self.qvec is not None else max(self.need + 1, 10)
 
     def _query(self) -> str:
-        return (
-            f"({' '.join(self.parts)})" if self.parts else "*"
-        )  # "(*)" would make KNN a slow hybrid
+        return f"({' '.join(self.parts)})" if self.parts else "*"  # "(*)": KNN as a slow hybrid
 
     def _edge_key(self, window: int) -> str:
         """Where the edge of this query's last newest-first window of ``window`` rows is kept."""
