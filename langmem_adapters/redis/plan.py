@@ -29,6 +29,7 @@ from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import (
+    NO_KNN,
     Knn,
     Page,
     Searcher,
@@ -148,7 +149,7 @@ def _reads(
 ) -> Generator[Round, Any, Touches]:
     """The batch's reads: build the read round, send it, and fill ``results`` from its replies
     (with any further rounds a search or a cluster's listing needs); the items read to refresh."""
-    knn = Knn()
+    knn = NO_KNN
     spec = ctx.spec
     if qvecs and spec is not None and ctx.mode == "query_engine" and spec.kind != "exact":
         knn = yield from knn_settings(

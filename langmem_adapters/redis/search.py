@@ -25,6 +25,7 @@ __all__ = [
     "EF_RUNTIME",
     "EXACT_BELOW",
     "MAX_WINDOW",
+    "NO_KNN",
     "SORT_FROM",
     "SORT_UP_TO",
     "Knn",
@@ -106,8 +107,7 @@ class Knn(NamedTuple):
     exact: frozenset[str] = frozenset()  # prefix tokens ("": the index) to scan exactly
 
 
-NO_KNN = Knn()
-"""The settings of a search without a query vector."""
+NO_KNN = Knn()  # the settings of a search without a query vector
 
 
 @dataclass(frozen=True, slots=True)
