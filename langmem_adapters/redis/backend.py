@@ -5,9 +5,9 @@ with (its search stats, its probe, plain mode's exact search, its reindex job)."
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
-from langgraph.store.base import Op
+from langgraph.store.base import Op, PutOp
 
 from langmem_adapters.core.calibrated import Tuning
 from langmem_adapters.core.drive import Steps
@@ -21,7 +21,7 @@ from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
 from langmem_adapters.redis.namespaces import count_plan, delete_namespace_plan
 from langmem_adapters.redis.options import ModeOption
-from langmem_adapters.redis.plan import plan
+from langmem_adapters.redis.plan import plan, put_if_absent_plan
 from langmem_adapters.redis.probe import RedisProbe
 from langmem_adapters.redis.reindex import RedisReindex
 from langmem_adapters.redis.schema import check_mode, setup_plan
@@ -68,26 +68,19 @@ class RedisBackend(Store[RedisStats]):
         return self.mode
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
-        """The batch plan (see :func:`langmem_adapters.redis.plan.plan`)."""
+        """The batch plan, or with ``if_absent`` the atomic create of its one put (see
+        :func:`langmem_adapters.redis.plan.plan` and :func:`~.plan.put_if_absent_plan`)."""
         mode = self.mode if self.mode is not None else (yield from self._ready())
         ops = list(ops)
-        return (
-            yield from guarded(
-                self._guard,
-                self.index_spec,
-                self._identity_access,
-                lambda: plan(
-                    self.keys,
-                    mode,
-                    self.index_spec,
-                    ops,
-                    if_absent=if_absent,
-                    cluster=self.cluster,
-                    stats=self._stats,
-                ),
-                ops,
-            )
-        )
+        keys, cluster = self.keys, self.cluster
+
+        def steps() -> Steps[Any]:  # built after the identity check: it may switch the index
+            spec = self.index_spec
+            if if_absent:
+                return put_if_absent_plan(keys, mode, spec, cast(PutOp, ops[0]), cluster=cluster)
+            return plan(keys, mode, spec, ops, cluster=cluster, stats=self._stats)
+
+        return (yield from guarded(self._guard, self.index_spec, self._identity_access, steps, ops))
 
     def _reindex_job(self, target: IndexSpec, identity: Identity) -> RedisReindex:
         """The plans re-embedding this store into ``target`` (see :meth:`reindex`)."""

@@ -29,7 +29,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, text, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import MAX_WINDOW, Searcher
+from langmem_adapters.redis.search import MAX_WINDOW, Knn, Searcher
 from langmem_adapters.redis.stats import RedisStats
 
 __all__ = [
@@ -68,8 +68,8 @@ def sides(
     op: SearchOp,
     conds: tuple[Condition, ...],
     qvec: list[float] | None,
-    ef: int,
-    broad: Collection[str],
+    knn: Knn,
+    edges: dict[str, int] | None,
     stats: RedisStats,
 ) -> tuple[Searcher, Lexical | None]:
     """A Query Engine search's server side: its :class:`Searcher`; for a hybrid store's query
@@ -77,9 +77,9 @@ def sides(
     (``stats``: the store's word counts)."""
     hybrid = spec.hybrid if spec is not None and qvec is not None else None
     if hybrid is None:
-        return Searcher(keys, spec, op, conds, qvec, ef, broad), None
+        return Searcher.build(keys, spec, op, conds, qvec, knn, edges), None
     wide = op._replace(offset=0, limit=op.offset + op.limit)  # as wide as a vector search
-    vector = Searcher(keys, spec, wide, conds, qvec, ef, broad)
+    vector = Searcher.build(keys, spec, wide, conds, qvec, knn, edges)
     return vector, Lexical(keys, vector, op, conds, hybrid, stats)
 
 
