@@ -20,11 +20,17 @@ Per mode, backend and scope: recall@5 and recall@10 (share of the question's ans
 an item in the top k), hit@5, MRR@10, the paper's session-level ``recall_all@5`` (rounds widened to
 5 distinct sessions within the 10 returned), per question type too, and the mean ms per search call.
 
+``--data locomo`` runs the same modes on LoCoMo instead (``benchmarks/locomo.py``: its ten
+conversations' turns pooled, global scope all of them, namespace scope the question's
+conversation; recall@k is then the share of the question's evidence turns in the top k): the
+second, unrelated data set a rule chosen on LongMemEval is checked on.
+
 Examples::
 
     python benchmarks/bench_conversations.py --quick      # CI: 60 questions, their sessions
     python benchmarks/bench_conversations.py              # the full set (a few minutes)
     python benchmarks/bench_conversations.py --backends postgres --json out.json
+    python benchmarks/bench_conversations.py --data locomo
 
 Without the data (no network to PyPI, a different file) it says why and exits 0. Servers:
 ``--dsn`` / ``LANGMEM_BENCH_POSTGRES_DSN``, ``--url`` / ``LANGMEM_BENCH_REDIS_URL`` (else local
@@ -54,6 +60,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.bench_retrieval import Precomputed
+from benchmarks.locomo import load as load_locomo
 from benchmarks.longmemeval import (
     Collection,
     DataUnavailable,
@@ -73,6 +80,10 @@ from langmem_adapters.memory import EpisodicMemory
 LIMIT = 10
 SCOPES = ("global", "namespace")
 METRICS = ("recall@5", "recall@10", "hit@5", "mrr@10", "recall_all@5")
+
+#: The data sets: LongMemEval's oracle split (the default) and LoCoMo, the second, unrelated one a
+#: rule chosen on the first is checked on (``benchmarks/locomo.py``).
+DATA: dict[str, Callable[[], Collection]] = {"longmemeval": load, "locomo": load_locomo}
 
 Ranker = Callable[[Question, str], list[str]]
 """A mode's search: (question, scope) -> the session id of each result, best first."""
@@ -165,7 +176,7 @@ def store_ranker(store: BaseStore) -> Ranker:
     """A store's search as a ranking of session ids."""
 
     def rank(q: Question, scope: str) -> list[str]:
-        prefix = ("lme",) if scope == "global" else q.namespace
+        prefix = q.namespace[:1] if scope == "global" else q.namespace
         found = store.search(prefix, query=q.text, limit=LIMIT)
         return [str(item.value["session"]) for item in found]
 
@@ -242,6 +253,12 @@ def report(results: dict[str, dict[str, Any]], types: Sequence[str]) -> None:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="CI: 60 questions and their sessions")
+    p.add_argument(
+        "--data",
+        default="longmemeval",
+        choices=sorted(DATA),
+        help="the data set (default LongMemEval)",
+    )
     p.add_argument("--questions", type=int, default=None, help="questions (default all 470)")
     p.add_argument("--backends", default="postgres,redis", help="postgres,redis,redis-plain")
     p.add_argument("--modes", default="exact,bm25,vector,hybrid,official,episodic")
@@ -254,9 +271,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        data = load()
+        data = DATA[args.data]()
     except DataUnavailable as exc:
-        print(f"LongMemEval is not available, skipping: {exc}")
+        print(f"{args.data} is not available, skipping: {exc}")
         return 0
     size = args.questions or (60 if args.quick else None)
     if size:
@@ -267,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = WordLlamaEmbeddings()
     embed = Precomputed(model, dict(zip(texts, model.embed_documents(texts), strict=True)))
     print(
-        f"LongMemEval oracle: {len(data.items)} rounds of {len(data.sessions)} sessions, "
+        f"{args.data}: {len(data.items)} items of {len(data.sessions)} sessions, "
         f"{len(data.questions)} questions, limit {LIMIT}, WordLlama 256-d"
     )
     results: dict[str, dict[str, Any]] = {}
@@ -277,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results[name] = {s: measure(data, getattr(base, name), s) for s in SCOPES}
             for s in SCOPES:
                 results[name][s]["ms"] = math.nan  # computed here, not a store's search
-    for backend in args.backends.split(","):
+    for backend in filter(None, args.backends.split(",")):
         resolve = BACKENDS[backend][0]
         server = resolve(args.dsn if backend == "postgres" else args.url)
         for mode, rank, scopes in backend_modes(backend, server, embed, data, modes):

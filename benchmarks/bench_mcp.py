@@ -44,8 +44,8 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from langmem_adapters.cli.locations import open_store, parse_location
-from langmem_adapters.cli.options import parse_embed
+from langmem_adapters.cli.locations import open_store
+from langmem_adapters.settings import parse_embed, parse_location
 from langmem_adapters.tools import (
     create_manage_memory_tool,
     create_memory_tools,

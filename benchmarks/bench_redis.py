@@ -18,6 +18,10 @@ Examples::
     python -m benchmarks.bench_redis --quick
     python -m benchmarks.bench_redis --n 10000 --markdown --plain-sizes 1000,10000,50000
     python -m benchmarks.bench_redis --recall-100k
+    python -m benchmarks.bench_redis --only-prefix --n 10000 --repeat 3
+
+The user-prefix search is also timed against the right answer sent by hand on the bare server
+(:class:`BarePage`): the ratio ours / bare is printed (target >= 0.8).
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ import argparse
 import json
 import os
 import random
+import statistics
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -42,6 +47,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from benchmarks import bench_postgres as bench
 from langmem_adapters.redis import RedisStore as OursStore
+from langmem_adapters.redis.tokens import path_token, token
 
 # Targets (ours / official) from the issue.
 TARGETS: dict[str, float] = {
@@ -247,13 +253,96 @@ def phase_prefix(runner: bench.Runner, url: str, n: int) -> bench.Results:
             got = [(tuple(r.namespace), r.key) for r in search(store, i)]
             return got == want[user] or f"search {user} kind=fact: {got} != {want[user]}"
 
+        bare = BarePage(url, stores["ours"])
         for name, store in stores.items():
             runner.check(PREFIX_METRIC, name, len(users), lambda i, s=store: check(s, i))
-        rates = runner.rates(
-            PREFIX_METRIC,
-            {name: (lambda i, s=store: search(s, i)) for name, store in stores.items()},
+        runner.check(
+            BARE_METRIC, "bare", len(users), lambda i: bare_check(bare, users[i % len(users)], want)
         )
-    return {PREFIX_METRIC: rates}
+        ops: dict[str, Callable[[int], object]] = {"bare": lambda i: bare(users[i % len(users)])}
+        for name, store in stores.items():
+            ops[name] = lambda i, s=store: search(s, i)
+        rates = runner.rates(PREFIX_METRIC, ops)
+        bare.close()
+    print(
+        f"  {BARE_METRIC}: ours {rates['ours']:,.0f}/s, bare {rates['bare']:,.0f}/s,"
+        f" ratio {rates['ours'] / rates['bare']:.2f} (target >= {BARE_TARGET})",
+        flush=True,
+    )
+    return {
+        PREFIX_METRIC: {k: v for k, v in rates.items() if k != "bare"},
+        BARE_METRIC: {"ours": rates["ours"], "bare": rates["bare"]},
+    }
+
+
+BARE_METRIC = "user prefix, kind=fact: ours / bare server's right answer"
+BARE_TARGET = 0.8
+
+
+class BarePage:
+    """The right answer of the user-prefix search sent by hand on the bare server: one
+    ``FT.SEARCH`` of our items index for the user's namespace token and the ``kind`` token, newest
+    first (``SORTBY u DESC``) with the rows' meta and created_at, widened while the page's last row
+    ties with the window's last (a batch shares updated_at), the ties broken by namespace and key
+    here. The query text is built once per user: a hand-written query knows it."""
+
+    def __init__(self, url: str, store: BaseStore) -> None:
+        self.client = redis.Redis.from_url(url, protocol=2)  # a flat reply: the cheapest to read
+        self.index = f"{store.keys.prefix}:items"  # type: ignore[attr-defined]
+        self.kind = token("e", ("kind",), "fact")
+        self.queries: dict[bench.Namespace, str] = {}
+
+    def __call__(self, user: bench.Namespace) -> list[tuple[int, str, str, dict[str, Any]]]:
+        query = self.queries.get(user)
+        if query is None:
+            query = self.queries[user] = f"(@p:{{{path_token('n', user)}}} @t:{{{self.kind}}})"
+        window = bench.K + 1
+        while True:
+            reply = self.client.execute_command(
+                *("FT.SEARCH", self.index, query, "SORTBY", "u", "DESC", "LIMIT", 0, window),
+                *("RETURN", 2, "m", "c", "DIALECT", 2),
+            )
+            rows = []
+            for fields in reply[2::2]:
+                got = dict(zip(fields[::2], fields[1::2]))
+                meta = json.loads(got[b"m"])
+                rows.append((-meta["u"], ".".join(meta["ns"]), meta["k"], meta))
+            full = len(rows) == window
+            if not full or rows[bench.K - 1][0] != rows[-1][0]:
+                break
+            window *= 4
+        rows.sort(key=lambda r: r[:3])
+        return rows[: bench.K]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def bare_check(
+    bare: BarePage, user: bench.Namespace, want: dict[bench.Namespace, list[Any]]
+) -> bool | str:
+    """The hand-sent page is the documented page (the same as ours and the official PostgresStore)."""
+    got = [(tuple(meta["ns"]), meta["k"]) for *_, meta in bare(user)]
+    return got == want[user] or f"bare {user} kind=fact: {got} != {want[user]}"
+
+
+def bare_summary(runs: list[bench.Results]) -> str:
+    """The median over runs of each run's ours / bare ratio on the user-prefix search."""
+    ratios = [r[BARE_METRIC]["ours"] / r[BARE_METRIC]["bare"] for r in runs if BARE_METRIC in r]
+    if not ratios:
+        return ""
+    return f"{BARE_METRIC}: {statistics.median(ratios):.2f} (target >= {BARE_TARGET})"
+
+
+def only_prefix(args: argparse.Namespace) -> dict[str, Any]:
+    """``--only-prefix``: the user-prefix search alone (ours, official, bare server), each run."""
+    cfg = bench.make_config(args)
+    runner = bench.Runner(cfg)
+    url = resolve_url(args.dsn)
+    runs = [phase_prefix(runner, url, cfg.n) for _ in range(cfg.repeat)]
+    print(bare_summary(runs))
+    print(f"mismatches: {sum(runner.mismatches.values())} {dict(runner.mismatches) or ''}")
+    return {"runs": runs, "mismatches": dict(runner.mismatches), "errors": dict(runner.errors)}
 
 
 def install() -> None:
@@ -308,6 +397,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         print(f"\n{bench.summary_title(cfg)}:")
         print(bench.render(rows, markdown=args.markdown))
+        print(bare_summary(rate_runs))
         report.update({"rows": rows, "runs": rate_runs, "recall_runs": recall_runs})
     if args.recall_100k or args.only_recall_100k:
         big = bench.phase_recall_100k(runner, url, args.recall_n)
@@ -334,9 +424,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         del args[i : i + 2]
     if "--url" in args:
         args[args.index("--url")] = "--dsn"
+    prefix_only = "--only-prefix" in args
+    if prefix_only:
+        args.remove("--only-prefix")
     install()
     parsed = bench.parse_args(args)
-    report = run(parsed)
+    report = only_prefix(parsed) if prefix_only else run(parsed)
     if parsed.json_path:
         with open(parsed.json_path, "w") as fh:
             json.dump(report, fh, indent=2, default=str)

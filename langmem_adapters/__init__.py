@@ -2,7 +2,10 @@
 
 Stores (drop-in ``BaseStore``s), memory tiers over any store, agent memory tools and a memory
 manager that forms memories from conversations. Every error
-the package raises subclasses :class:`LangmemAdaptersError` and is importable from here.
+the package raises subclasses :class:`LangmemAdaptersError`; each is defined in
+:mod:`langmem_adapters.errors` and re-exported here, as are the main classes of the subpackages
+(``PostgresStore`` from ``langmem_adapters.postgres``, ``StoredItem`` from
+``langmem_adapters.core.records``...): this module re-exports, it defines nothing.
 """
 
 from langmem_adapters import errors

@@ -2,9 +2,10 @@
 
 Errors caused by bad input also subclass ``ValueError`` or ``TypeError`` (and a lost server
 ``ConnectionError``), so callers that already catch those keep working; each names the offending
-part of the request. Each error is also importable from the package whose code raises it
-(``langmem_adapters.memory.ConcurrentWriteError``, ``langmem_adapters.tools.NamespaceTemplateError``)
-and from ``langmem_adapters``.
+part of the request. This module is each error's one home; ``langmem_adapters`` re-exports them
+all (``from langmem_adapters import StoreError``). The packages that used to re-export the errors
+they raise (``langmem_adapters.memory.ConcurrentWriteError``...) still resolve those names, with a
+``DeprecationWarning`` (:mod:`langmem_adapters.compat`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "InvalidMemoryWriteError",
     "InvalidNamespaceError",
     "InvalidRecordError",
+    "InvalidSettingError",
     "InvalidValueError",
     "LangmemAdaptersError",
     "MemoryToolConfigError",
@@ -35,12 +37,33 @@ __all__ = [
     "RecordNotFoundError",
     "ServerConfigError",
     "ServerRefusedError",
+    "SettingUnavailableError",
     "StoreConnectionError",
     "StoreError",
     "TransientServerError",
     "UnsupportedServerError",
     "WrongLoopError",
 ]
+
+
+#: The names of the errors a store (PostgreSQL or Redis) can raise.
+STORE_ERRORS = (
+    "EmbeddingDimensionError",
+    "EmbeddingMismatchError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
+    "InvalidFilterError",
+    "InvalidNamespaceError",
+    "InvalidRecordError",
+    "InvalidValueError",
+    "NonJSONValueError",
+    "ServerRefusedError",
+    "StoreConnectionError",
+    "StoreError",
+    "TransientServerError",
+    "UnsupportedServerError",
+    "WrongLoopError",
+)
 
 
 class LangmemAdaptersError(Exception):
@@ -177,6 +200,19 @@ class NamespaceTemplateError(LangmemAdaptersError, ValueError):
     """A namespace template field has no value (or an unusable one) in the context or config."""
 
 
+# --------------------------------------------------------------------------- locations and settings
+
+
+class InvalidSettingError(LangmemAdaptersError, ValueError):
+    """A store URL or setting (:mod:`langmem_adapters.settings`) is malformed: an unknown scheme, a
+    bad ``table_prefix``, ``hash:0``; the message names the setting."""
+
+
+class SettingUnavailableError(LangmemAdaptersError, RuntimeError):
+    """A well-formed setting names something that cannot be used here: an embedded PostgreSQL that
+    does not start, a LangChain provider that is not installed or refuses (a missing API key)."""
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -192,6 +228,7 @@ class CLIError(LangmemAdaptersError):
 # --------------------------------------------------------------------------- LangGraph server
 
 
-class ServerConfigError(LangmemAdaptersError, ValueError):
-    """An environment variable of :func:`langmem_adapters.server.generate_store` has a bad value; the
-    message names the variable, and the server fails at start instead of serving a wrong store."""
+class ServerConfigError(InvalidSettingError):
+    """An environment variable of :func:`langmem_adapters.server.generate_store` (or langgraph.json's
+    store section) has a bad value, or names something unusable; the message names the variable,
+    and the server fails at start instead of serving a wrong store."""

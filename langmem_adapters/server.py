@@ -47,12 +47,23 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from langgraph.store.base.embed import ensure_embeddings
 from psycopg.conninfo import make_conninfo
 
-from langmem_adapters.cli.locations import Location, parse_location
-from langmem_adapters.cli.options import CONNECT_TIMEOUT, first_line, parse_embed, parse_fields
-from langmem_adapters.errors import CLIError, ServerConfigError, StoreConnectionError
+from langmem_adapters.errors import (
+    InvalidSettingError,
+    ServerConfigError,
+    SettingUnavailableError,
+    StoreConnectionError,
+    first_line,
+)
 from langmem_adapters.postgres import AsyncPostgresStore
 from langmem_adapters.redis import AsyncRedisStore
 from langmem_adapters.redis.urls import aclose_client, async_client
+from langmem_adapters.settings import (
+    CONNECT_TIMEOUT,
+    Location,
+    parse_embed,
+    parse_fields,
+    parse_location,
+)
 
 __all__ = [
     "EMBED",
@@ -62,7 +73,6 @@ __all__ = [
     "STORE_URL",
     "SWEEP_MINUTES",
     "TTL_MINUTES",
-    "ServerConfigError",
     "ServerSettings",
     "generate_store",
 ]
@@ -257,10 +267,13 @@ def _check_dims(dims: Any) -> bool:
 
 @contextmanager
 def _naming(variable: str) -> Iterator[None]:
-    """Report the CLI parsers' ``CLIError`` as a ``ServerConfigError`` that names ``variable``."""
+    """Report a settings error (:mod:`langmem_adapters.settings`) as a ``ServerConfigError`` that
+    names ``variable``."""
     try:
         yield
-    except CLIError as exc:
+    except ServerConfigError:
+        raise
+    except (InvalidSettingError, SettingUnavailableError) as exc:
         message = str(exc)
         raise ServerConfigError(
             message if variable in message else f"{variable}: {message}"

@@ -1,8 +1,9 @@
 """Shared fixtures: every store of this package (and InMemoryStore as a reference) behind one factory.
 
 ``make_store(index=None, ttl=None)`` returns a fresh, empty sync store of the parametrised backend;
-``await make_astore(index=None, ttl=None)`` is its async twin. Tests that need TTL skip on stores
-without TTL support. Servers come from ``tests/servers.py`` (environment variables or started here).
+``await make_astore(index=None, ttl=None)`` is its async twin. Tests that need what only our stores
+have (TTL, ...) are marked ``ours_only`` (tests/stores.py) and never run on InMemoryStore. Servers come
+from ``tests/servers.py`` (environment variables or started here).
 """
 
 from __future__ import annotations
@@ -18,53 +19,44 @@ import redis.asyncio as aredis
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-
-DIMS = 64
-
-StoreFactory = Callable[..., BaseStore]
-AsyncStoreFactory = Callable[..., Awaitable[BaseStore]]
-
-BACKENDS = ["memory", "postgres", "redis-qe", "redis-plain"]
-
-
-def hash_index(dims: int = DIMS, **extra: Any) -> dict[str, Any]:
-    """An IndexConfig with the deterministic offline embedder."""
-    return {"dims": dims, "embed": HashEmbeddings(dims), **extra}
+from tests.stores import BACKENDS, OURS, AsyncStoreFactory, StoreFactory, reset_postgres
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "ours_only(why): run over this package's stores only (tests/stores.py)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``ours_only`` are parametrised over our stores, not InMemoryStore (a
+    ``parametrize`` mark, so that it takes precedence over the ``backend`` fixture's params)."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("ours_only"):
+        metafunc.definition.add_marker(pytest.mark.parametrize("backend", OURS, indirect=True))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without ``--runslow``, tests marked ``slow`` are deselected (counted as such, not as skips:
+    a skip means a server, tool or key is missing)."""
     if config.getoption("--runslow"):
         return
-    skip = pytest.mark.skip(reason="slow: use --runslow")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
+    slow = [item for item in items if "slow" in item.keywords]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if "slow" not in item.keywords]
 
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-def _reset_postgres(dsn: str, prefix: str = "langmem") -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        tables = [
-            r[0]
-            for r in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE tablename LIKE %s AND tablename NOT LIKE %s",
-                [prefix + "\\_%", "%migrations"],
-            )
-        ]
-        if tables:
-            conn.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
 
 
 def _redis_prefix() -> str:
@@ -74,7 +66,7 @@ def _redis_prefix() -> str:
 
 def _memory(index: dict[str, Any] | None, ttl: dict[str, Any] | None) -> BaseStore:
     if ttl is not None:
-        pytest.skip("InMemoryStore has no TTL")
+        raise AssertionError("InMemoryStore has no TTL: mark the test ours_only")
     return InMemoryStore(index=index)  # type: ignore[arg-type]
 
 
@@ -96,7 +88,7 @@ def make_store(backend: str) -> Iterator[StoreFactory]:
             store = PostgresStore(conn, index=index, ttl=ttl)  # type: ignore[arg-type]
             store.setup()
             if first:
-                _reset_postgres(dsn)
+                reset_postgres(dsn)
             closers.insert(0, store.stop_ttl_sweeper)
             return store
         if backend.startswith("redis"):
@@ -132,7 +124,7 @@ async def make_astore(backend: str) -> AsyncIterator[AsyncStoreFactory]:
             store = AsyncPostgresStore(conn, index=index, ttl=ttl)  # type: ignore[arg-type]
             await store.setup()
             if first:
-                _reset_postgres(dsn)
+                reset_postgres(dsn)
             closers.insert(0, store.stop_ttl_sweeper)
             return store
         if backend.startswith("redis"):

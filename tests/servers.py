@@ -32,7 +32,8 @@ def postgres_dsn() -> str:
     return _started["postgres"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback TCP port nothing listens on (until someone binds it)."""
     import socket
 
     with socket.socket() as s:
@@ -49,7 +50,7 @@ def start_redis_server(binary: str, modules: list[str]) -> str:
 
     import redis
 
-    port = _free_port()
+    port = free_port()
     workdir = tempfile.mkdtemp(prefix="langmem-test-redis-")
     args = [
         binary,
@@ -161,7 +162,7 @@ class RedisProcess:
 
     def __init__(self, command: list[str], args: list[str], *, timeout: float = 20) -> None:
         self.command, self.args, self.timeout = command, args, timeout
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="langmem-test-redis-")
         self.proc: Any = None
         self.start()
@@ -243,7 +244,7 @@ def start_redis_cluster(nodes: int = 3, *, timeout: float = 30) -> list[RedisPro
     buses: list[int] = []
     try:
         for _ in range(nodes):
-            buses.append(bus := _free_port())
+            buses.append(bus := free_port())
             procs.append(
                 RedisProcess(
                     redis_command(False),
@@ -441,7 +442,7 @@ class PostgresReplica:
         self.primary_dsn, self.timeout = primary_dsn, timeout
         self.bin = server.bin_path
         self.user: str | None = server.system_user  # set when we run as root
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="langmem-test-replica-")
         self.slot = f"langmem_test_{uuid.uuid4().hex[:12]}"
         self.proc: Any = None

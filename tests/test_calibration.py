@@ -17,43 +17,20 @@ import psycopg
 import pytest
 import redis
 import redis.asyncio as aredis
-from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
-from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.calibration import QUERIES as QUERIES_PER_MEASUREMENT
-from langmem_adapters.core.calibration import Calibrator, recall_at, synthetic
+from langmem_adapters.core.calibration import Calibrator
+from langmem_adapters.core.recall import recall_at, synthetic
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.connection import BACKGROUND
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-from tests.conftest import hash_index
-
-N, DIMS = 4000, 96
-DATA = np.random.default_rng(0).standard_normal((N, DIMS)).astype(np.float32)
-QUERIES = np.random.default_rng(1).standard_normal((120, DIMS)).astype(np.float32)
-
-
-class TableEmbeddings(Embeddings):
-    """Stored text ``x:<i>`` embeds as ``DATA[i]``, query ``q:<i>`` as ``QUERIES[i]`` (standard-normal
-    vectors, the hard case); any other text (the identity probe) by hashing."""
-
-    def __init__(self) -> None:
-        self.other = HashEmbeddings(DIMS)
-
-    def _one(self, text: str, table: np.ndarray) -> list[float]:
-        head, _, index = text.partition(":")
-        if head in ("x", "q") and index.isdigit():
-            return [float(v) for v in table[int(index)]]
-        return self.other.embed_query(text)
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._one(t, DATA) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._one(text, QUERIES)
+from tests.calibration_data import DATA, DIMS, QUERIES, N, TableEmbeddings, drop_pg
+from tests.stores import hash_index, ours_only
+from tests.waiting import await_until, wait_until
 
 
 def _index(**ann: Any) -> dict[str, Any]:
@@ -91,16 +68,6 @@ def _pg_store(index: dict[str, Any], pool: bool = False) -> tuple[PostgresStore,
     return store, conn
 
 
-def _drop_pg(store: PostgresStore) -> None:
-    with psycopg.connect(servers.postgres_dsn(), autocommit=True) as conn:
-        tables = conn.execute(
-            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s",
-            [store.tables.prefix + "\\_%"],
-        ).fetchall()
-        for (name,) in tables:
-            conn.execute(f"DROP TABLE IF EXISTS {name} CASCADE")
-
-
 @pytest.fixture(scope="module")
 def pg_loaded() -> Iterator[PostgresStore]:
     # exact_below 500: the 1000 vectors of a namespace go through the index, so the namespaced
@@ -110,7 +77,7 @@ def pg_loaded() -> Iterator[PostgresStore]:
         _load(store)
     yield store
     conn.close()
-    _drop_pg(store)
+    drop_pg(store)
 
 
 @pytest.fixture(scope="module")
@@ -147,22 +114,28 @@ def test_background_calibration_starts_from_searches(pg_loaded: PostgresStore) -
         with store.bulk_load():
             _load(store)
         assert store.vector_stats().source == "cold"  # type: ignore[union-attr]
-        deadline = time.monotonic() + 120
-        qi = 0
-        while True:  # searches go on until a measurement on real queries is in force
+        searched = [0]
+
+        def measured_on_real_queries() -> bool:
+            """Search (the first 100 queries, then again); whether a measurement on real queries
+            is in force."""
+            qi = searched[0]
             store.search((), query=f"q:{qi % QUERIES_PER_MEASUREMENT}", limit=10)
-            qi += 1
-            m = store._stats.calibration.measurement  # type: ignore[union-attr]
-            if m is not None and m.real == QUERIES_PER_MEASUREMENT:
-                break
-            assert time.monotonic() < deadline, store.vector_stats()
-            if qi >= QUERIES_PER_MEASUREMENT:
-                time.sleep(0.2)  # polling the condition above, at most every 0.2 s
+            searched[0] += 1
+            stats = store.vector_stats()
+            return stats is not None and stats.real_queries == QUERIES_PER_MEASUREMENT
+
+        wait_until(
+            measured_on_real_queries,
+            timeout=120,
+            what="a measurement on real queries",
+            interval=0.2,
+        )
         assert store.vector_stats().source == "calibrated"  # type: ignore[union-attr]
         assert _own_recall(store, range(100, 120)) >= 0.95
     finally:
         conn.close()
-        _drop_pg(store)
+        drop_pg(store)
 
 
 def test_explicit_ef_search_wins(pg_loaded: PostgresStore) -> None:
@@ -182,7 +155,7 @@ def test_explicit_ef_search_wins(pg_loaded: PostgresStore) -> None:
         assert _own_recall(store, range(60, 90)) < 0.9
     finally:
         conn.close()
-        _drop_pg(store)
+        drop_pg(store)
 
 
 def test_redis_ef_runtime_is_explicit_too() -> None:
@@ -198,9 +171,8 @@ def test_redis_ef_runtime_is_explicit_too() -> None:
         client.close()
 
 
+@ours_only("InMemoryStore has no vector_stats")
 def test_vector_stats_fields(make_store: Any, backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no vector_stats")
     assert make_store().vector_stats() is None  # no index
     store = make_store(index=hash_index())
     store.put(("a",), "1", {"text": "hello"})
@@ -266,7 +238,7 @@ def test_lost_calibration_connection_never_fails_a_search(pg_loaded: PostgresSto
     """A killer terminates the calibration's own connection while it measures: ``calibrate``
     reports the failure, searches running meanwhile all answer, and the next calibration works."""
     store = pg_loaded
-    stop = threading.Event()
+    stop, killing, searching = threading.Event(), threading.Event(), threading.Event()
 
     def kill_calibration_connections() -> int:
         killed = 0
@@ -279,13 +251,15 @@ def test_lost_calibration_connection_never_fails_a_search(pg_loaded: PostgresSto
                         [BACKGROUND],
                     ).fetchall()
                 )
-                time.sleep(0.005)
+                killing.set()
+                time.sleep(0.005)  # the killer's pace, not a wait for anything
         return killed
 
     def search_until_stopped() -> int:
         answered = 0
         while not stop.is_set():
             answered += len(store.search(("docs",), query="q:3", limit=10)) == 10
+            searching.set()
         return answered
 
     with ThreadPoolExecutor(2) as pool:
@@ -294,7 +268,7 @@ def test_lost_calibration_connection_never_fails_a_search(pg_loaded: PostgresSto
             pool.submit(search_until_stopped),
         )
         try:
-            time.sleep(0.1)
+            assert killing.wait(30) and searching.wait(30)  # both at work before calibrating
             with pytest.raises(StoreConnectionError):
                 store.calibrate()
             assert "StoreConnectionError" in (store.vector_stats().last_error or "")  # type: ignore[union-attr]
@@ -322,22 +296,22 @@ async def test_async_twins_calibrate_in_the_background() -> None:
         assert first is not None and first.size == N and first.source == "cold"
         for qi in range(40):  # the first search wakes a task on this loop
             await store.asearch((), query=f"q:{qi}", limit=10)
-        deadline = time.monotonic() + 120
-        while (await store.avector_stats()).source != "calibrated":  # type: ignore[union-attr]
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+
+        async def calibrated() -> bool:
+            return (await store.avector_stats()).source == "calibrated"  # type: ignore[union-attr]
+
+        await await_until(calibrated, timeout=120, what="a background calibration", interval=0.2)
         stats = await store.acalibrate()
         assert stats is not None and stats.recall is not None and stats.recall >= 0.95
         hits = await store.asearch((), query="q:70", limit=10)
         assert len(hits) == 10
     finally:
         await conn.close()
-        _drop_pg(store)  # type: ignore[arg-type]
+        drop_pg(store)  # type: ignore[arg-type]
 
 
+@ours_only("InMemoryStore has no vector_stats")
 async def test_async_vector_stats_and_calibrate(make_astore: Any, backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no vector_stats")
     store = await make_astore(index=hash_index())
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
     stats = await store.acalibrate()  # forced, even on a small index
@@ -361,14 +335,14 @@ def test_a_doubled_index_is_measured_again_a_steady_one_is_not() -> None:
             put(0, half)
         first = store.calibrate()
         assert first is not None and first.measured_size == half
-        check = store._calibrate_now  # the background check itself (not forced)
+        check = store._calibrating.run  # the background check itself (not forced)
         assert check(False).count == half  # type: ignore[union-attr]  # steady: kept
         assert store.vector_stats().measured_at == first.measured_at  # type: ignore[union-attr]
         put(half, N)
         assert check(False).count == N  # type: ignore[union-attr]  # doubled: measured again
     finally:
         conn.close()
-        _drop_pg(store)
+        drop_pg(store)
 
 
 def test_prefixes_cheaper_to_scan_than_to_filter_are_scanned() -> None:
@@ -421,11 +395,11 @@ def test_forced_calibration_leaves_a_background_check_marked(make_store: Any) ->
     searches meanwhile start no second one; the background check's end clears it."""
     store = make_store(index=hash_index())
     store.batch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
-    cal = store._calibrator()
+    cal = store._calibration.current()
     cal.running = True  # as observe() marks the background check it starts
     stats = store.calibrate()
     assert stats is not None and stats.source == "calibrated" and cal.running
-    store._calibrate_now(False)  # the background check itself
+    store._calibrating.run(False)  # the background check itself
     assert not cal.running
 
 
@@ -433,7 +407,7 @@ def test_forced_calibration_leaves_a_background_check_marked(make_store: Any) ->
 async def test_forced_calibration_leaves_a_background_check_marked_async(make_astore: Any) -> None:
     store = await make_astore(index=hash_index())
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(30)])
-    cal = store._calibrator()
+    cal = store._calibration.current()
     cal.running = True
     stats = await store.acalibrate()
     assert stats is not None and stats.source == "calibrated" and cal.running
@@ -445,7 +419,7 @@ async def _wake_a_check(store: Any) -> asyncio.Task[Any]:
     await store.setup()
     await store.abatch([PutOp(("a",), str(i), {"text": f"note {i}"}) for i in range(60)])
     await store.asearch(("a",), query="query 0", limit=3)
-    task = store._calibration_task
+    task = store._calibrating.task
     assert task is not None and not task.done()
     return task
 
@@ -462,7 +436,7 @@ async def test_closing_an_async_store_ends_its_background_check() -> None:
     try:
         task = await _wake_a_check(store)
         await store.aclose()
-        assert task.done() and store._calibration_task is None
+        assert task.done() and store._calibrating.task is None
     finally:
         await client.aclose()
 
@@ -478,4 +452,4 @@ async def test_closing_an_async_postgres_store_ends_its_background_check() -> No
         ) as store
     ):
         task = await _wake_a_check(store)
-    assert task.done() and store._calibration_task is None
+    assert task.done() and store._calibrating.task is None

@@ -4,7 +4,6 @@ a probe over numpy (a driven clock, no sleeping), then the kept measurement on t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -20,87 +19,19 @@ from langmem_adapters.core.calibration import (
     SPOT_EVERY,
     Calibrator,
     Cold,
-    Hit,
     Measurement,
+    VectorSearchStats,
 )
 from langmem_adapters.core.drive import drive
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
 from tests import servers
-from tests.test_calibration import DATA, DIMS, TableEmbeddings, _drop_pg
-from tests.test_calibration import QUERIES as QVECS
+from tests.calibration_data import DATA, DIMS, TableEmbeddings, drop_pg
+from tests.calibration_data import QUERIES as QVECS
+from tests.calibration_probe import Clock, NumpyProbe
+from tests.waiting import wait_until
 
 N = 2000
-
-
-class NumpyProbe:
-    """A probe over numpy. Exact search is exact (and, as a scan over a large index is, dearer than
-    the index: it reads a 40x copy); the "index" at breadth ``b`` finds a query's exact top k when
-    ``b`` reaches the query's need (:func:`need`), else only every other of its top 2k. ``kept_value``
-    is where the measurement is kept (the database, here a field)."""
-
-    max_breadth = 1000
-
-    def __init__(self, vectors: np.ndarray) -> None:
-        self.vectors = vectors
-        self.kept_value: str | None = None
-        self.calls: list[str] = []
-
-    def count(self) -> Any:
-        self.calls.append("count")
-        return len(self.vectors)
-        yield  # a plan without rounds
-
-    def sample(self, n: int) -> Any:
-        self.calls.append("sample")
-        return self.vectors[:n].tolist()
-        yield
-
-    def query(self, vector: list[float]) -> tuple[float, ...]:
-        return tuple(vector)
-
-    def _top(self, q: Sequence[float], k: int, copies: int = 1) -> list[Hit]:
-        d = np.linalg.norm(np.tile(self.vectors, (copies, 1)) - np.asarray(q), axis=1)[
-            : len(self.vectors)
-        ]
-        order = np.argsort(d)[:k]
-        return [(int(i), float(d[i])) for i in order]
-
-    def exact(self, queries: Sequence[Any], k: int) -> Any:
-        self.calls.append("exact")
-        return [self._top(q, k, copies=40) for q in queries]
-        yield
-
-    def ann(self, queries: Sequence[Any], k: int, breadth: int) -> Any:
-        self.calls.append("ann")
-        return [
-            self._top(q, k) if breadth >= need(q) else self._top(q, 2 * k)[::2] for q in queries
-        ]
-        yield
-
-    def kept(self) -> Any:
-        self.calls.append("kept")
-        return self.kept_value
-        yield
-
-    def keep(self, measurement: str) -> Any:
-        self.calls.append("keep")
-        self.kept_value = measurement
-        return None
-        yield
-
-
-def need(q: Sequence[float]) -> int:
-    """The breadth a query needs: 30 near the data, 700 far out (first coordinate above 5)."""
-    return 700 if q[0] > 5 else 30
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _vectors(n: int, seed: int = 0) -> np.ndarray:
@@ -297,9 +228,14 @@ def test_the_kept_calibration_survives_a_new_store_instance(which: str) -> None:
         try:
             fresh = second.vector_stats()
             assert fresh is not None and fresh.source == "cold" and fresh.recall is None
-            second._calibrate_now(False)  # the check the first search wakes
-            stats = second.vector_stats()
-            assert stats is not None and stats.kept is True and stats.source == "calibrated"
+            second.search(("docs",), query="q:0", limit=10)  # wakes the background check
+
+            def kept() -> VectorSearchStats | None:
+                stats = second.vector_stats()
+                return stats if stats is not None and stats.kept else None
+
+            stats = wait_until(kept, what="the kept measurement read by the background check")
+            assert stats.source == "calibrated"
             assert (stats.breadth, stats.mode, stats.recall, stats.measured_at) == (
                 measured.breadth,
                 measured.mode,
@@ -311,7 +247,7 @@ def test_the_kept_calibration_survives_a_new_store_instance(which: str) -> None:
     finally:
         conn.close()
         if which == "pg":
-            _drop_pg(first)
+            drop_pg(first)
 
 
 @pytest.mark.parametrize("which", ["pg", "redis"])
@@ -339,4 +275,4 @@ def test_a_fresh_store_searches_exactly_within_the_cold_line(which: str) -> None
     finally:
         conn.close()
         if which == "pg":
-            _drop_pg(store)
+            drop_pg(store)

@@ -1,5 +1,6 @@
 """One error hierarchy: every error class of the package has the root ``LangmemAdaptersError``, keeps
-its standard base, and is importable from ``langmem_adapters`` and from where its raiser lives."""
+its standard base, lives in ``langmem_adapters.errors`` and is re-exported by ``langmem_adapters``
+only (the subpackages' old paths resolve with a ``DeprecationWarning``)."""
 
 from __future__ import annotations
 
@@ -20,36 +21,28 @@ ERRORS = [
     if issubclass(obj, BaseException) and obj.__module__ == errors.__name__
 ]
 
-STORE_ERRORS = [
-    "EmbeddingDimensionError",
-    "InvalidArgumentError",
-    "InvalidArgumentTypeError",
-    "InvalidFilterError",
-    "InvalidNamespaceError",
-    "InvalidRecordError",
-    "InvalidValueError",
-    "NonJSONValueError",
-    "ServerRefusedError",
-    "StoreConnectionError",
-    "StoreError",
-    "TransientServerError",
-    "UnsupportedServerError",
-    "WrongLoopError",
-]
-RAISERS = {
-    "langmem_adapters.postgres": [*STORE_ERRORS, "MissingExtraError"],
-    "langmem_adapters.redis": STORE_ERRORS,
+# The packages that used to re-export the errors their code raises: the old paths still resolve,
+# with a DeprecationWarning naming the one home, langmem_adapters.errors.
+OLD_PATHS = {
+    "langmem_adapters.postgres": [*errors.STORE_ERRORS, "MissingExtraError"],
+    "langmem_adapters.redis": list(errors.STORE_ERRORS),
     "langmem_adapters.memory": [
         "ConcurrentWriteError",
         "InvalidMemoryQueryError",
         "InvalidMemoryWriteError",
+        "InvalidNamespaceError",
         "MemoryTypeError",
         "RecordNotFoundError",
     ],
+    "langmem_adapters.manager": [
+        "InvalidArgumentError",
+        "InvalidArgumentTypeError",
+        "MemoryToolConfigError",
+        "NamespaceTemplateError",
+    ],
     "langmem_adapters.tools": ["MemoryToolConfigError", "NamespaceTemplateError"],
     "langmem_adapters.cli": ["CLIError"],
-    "langmem_adapters.transfer": ["InvalidRecordError"],
-    "langmem_adapters.server": ["ServerConfigError"],
+    "langmem_adapters.transfer": ["InvalidArgumentError", "InvalidRecordError", "StoreError"],
 }
 
 
@@ -70,11 +63,31 @@ def test_every_error_is_importable_from_the_package_root() -> None:
         assert cls.__name__ in langmem_adapters.__all__
 
 
-@pytest.mark.parametrize("module", sorted(RAISERS))
-def test_errors_are_importable_where_they_are_raised(module: str) -> None:
+def test_each_error_has_one_home_and_one_documented_re_export() -> None:
+    """Defined in langmem_adapters.errors, re-exported by langmem_adapters, exported by no
+    subpackage (``__all__``)."""
+    import pkgutil
+
+    for info in pkgutil.walk_packages(langmem_adapters.__path__, "langmem_adapters."):
+        if info.name.endswith(".__main__"):  # runs the CLI
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # a module of an optional extra that is not installed
+            continue
+        exported = set(getattr(module, "__all__", ()))
+        doubled = {cls.__name__ for cls in ERRORS} & exported
+        assert module.__name__ == "langmem_adapters.errors" or not doubled, (info.name, doubled)
+
+
+@pytest.mark.parametrize("module", sorted(OLD_PATHS))
+def test_old_error_paths_still_resolve_with_a_deprecation_warning(module: str) -> None:
     mod = importlib.import_module(module)
-    for name in RAISERS[module]:
-        assert getattr(mod, name) is getattr(errors, name), f"{module}.{name}"
+    for name in OLD_PATHS[module]:
+        with pytest.warns(DeprecationWarning, match="import it from langmem_adapters.errors"):
+            assert getattr(mod, name) is getattr(errors, name), f"{module}.{name}"
+    with pytest.raises(AttributeError):
+        mod.NoSuchName  # noqa: B018
 
 
 def test_namespace_errors_are_ours_and_langgraphs() -> None:

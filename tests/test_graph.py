@@ -9,7 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index
 
 
 class State(TypedDict, total=False):

@@ -22,13 +22,17 @@ A user mistake (bad URL, server down, unknown namespace, malformed input) is rep
 ``error: ...`` on stderr with exit code 2 for bad usage and 1 for everything else; never a traceback.
 
 The work itself is done by the stores and :mod:`langmem_adapters.transfer`; this package parses
-(:mod:`~langmem_adapters.cli.parser`, :mod:`~langmem_adapters.cli.options`), opens
+(:mod:`~langmem_adapters.cli.parser`, :mod:`~langmem_adapters.cli.options`; store URLs and
+embedders with :mod:`langmem_adapters.settings`, which the LangGraph server shares), opens
 (:mod:`~langmem_adapters.cli.locations`), runs (:mod:`~langmem_adapters.cli.commands`) and prints
 (:mod:`~langmem_adapters.cli.render`).
 """
 
 from langmem_adapters.cli.parser import build_parser, main
-from langmem_adapters.demo import SCRIPTED_LABEL
-from langmem_adapters.errors import CLIError
+from langmem_adapters.compat import moved
 
-__all__ = ["SCRIPTED_LABEL", "CLIError", "build_parser", "main"]
+__all__ = ["build_parser", "main"]
+
+__getattr__ = moved(
+    __name__, {"SCRIPTED_LABEL": "langmem_adapters.demo", "CLIError": "langmem_adapters.errors"}
+)

@@ -20,21 +20,19 @@ from platformdirs import user_state_dir
 from rich.markup import escape
 
 from langmem_adapters import demo
-from langmem_adapters.cli.locations import Location, open_source, open_store, parse_location
+from langmem_adapters.cli.locations import open_source, open_store
 from langmem_adapters.cli.options import (
     FAILURE,
     USAGE,
-    first_line,
-    parse_embed,
-    parse_fields,
     parse_filter,
     parse_model,
     parse_namespace,
     parse_namespace_path,
 )
 from langmem_adapters.cli.render import Ctx, item_rows, print_items, print_tree
-from langmem_adapters.core.store import SyncStore
-from langmem_adapters.errors import CLIError, InvalidArgumentError
+from langmem_adapters.core.sync_store import SyncStore
+from langmem_adapters.errors import CLIError, InvalidArgumentError, first_line
+from langmem_adapters.settings import Location, parse_embed, parse_fields, parse_location
 from langmem_adapters.transfer import Checkpoint, migrate, read_items, write_items
 
 if TYPE_CHECKING:  # the mcp extra is imported when the command runs

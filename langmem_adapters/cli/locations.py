@@ -1,27 +1,24 @@
-"""Store URLs: parsing them (:func:`parse_location`) and opening what they point at, as one of this
-package's stores (:func:`open_store`) or as a readable source (:func:`open_source`, which also
-reads the official LangGraph stores' data)."""
+"""Opening what a store URL (parsed by :func:`langmem_adapters.settings.parse_location`) points at,
+as one of this package's sync stores (:func:`open_store`) or as a readable source
+(:func:`open_source`, which also reads the official LangGraph stores' data)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from langmem_adapters.cli.options import CONNECT_TIMEOUT, USAGE, first_line
-from langmem_adapters.core.store import SyncStore
+from langmem_adapters.cli.options import USAGE
+from langmem_adapters.compat import moved
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.errors import CLIError
 from langmem_adapters.postgres import PostgresStore
-from langmem_adapters.postgres.embedded import default_data_dir, embedded_dsn
-from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.redis import RedisStore
-from langmem_adapters.redis.urls import SENTINEL_SCHEME, close_client, sync_client
+from langmem_adapters.redis.urls import close_client, sync_client
+from langmem_adapters.settings import CONNECT_TIMEOUT, Location
 from langmem_adapters.transfer import (
     OfficialPostgresReader,
     OfficialRedisReader,
@@ -29,95 +26,11 @@ from langmem_adapters.transfer import (
     StoreSource,
 )
 
-__all__ = ["Location", "mask", "open_source", "open_store", "parse_location"]
+__all__ = ["open_source", "open_store"]
 
-
-@dataclass(frozen=True)
-class Location:
-    """A parsed store URL: what kind of store, how to connect, and a password-free name for messages."""
-
-    kind: str  # "postgres" | "redis" | "official-postgres" | "official-redis"
-    url: str  # connection string; "" for the embedded server (started on open)
-    display: str
-    data_dir: Path | None = None
-    table_prefix: str = "langmem"
-
-    @property
-    def official(self) -> bool:
-        """Whether this is the official LangGraph stores' data (readable only)."""
-        return self.kind.startswith("official-")
-
-    def dsn(self) -> str:
-        """The PostgreSQL connection string, starting the embedded server if this is one."""
-        if self.data_dir is None:
-            return self.url
-        try:
-            return embedded_dsn(self.data_dir)
-        except ImportError as exc:
-            raise CLIError(str(exc)) from None
-        except Exception as exc:  # pgserver reports initdb/start failures with various types
-            raise CLIError(
-                f"cannot start the embedded PostgreSQL in {self.data_dir}: {first_line(exc)}"
-            ) from None
-
-
-def mask(url: str) -> str:
-    """The URL without its password, for messages and checkpoint files."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _without(parts: Any, query: list[tuple[str, str]], option: str) -> str:
-    """The URL of ``parts`` with ``option`` taken out of its query (our option, not the server's)."""
-    return urlunsplit(parts._replace(query=urlencode([(k, v) for k, v in query if k != option])))
-
-
-def parse_location(url: str) -> Location:
-    """Parse a store URL (see the package docstring); raises ``CLIError`` (usage) for anything else."""
-    if url == "embedded" or url.startswith("embedded:"):
-        path = (
-            Path(url[len("embedded:") :]).expanduser() if url != "embedded" else default_data_dir()
-        )
-        if not str(path):
-            raise CLIError("embedded:PATH needs a directory, e.g. embedded:./memory-db", USAGE)
-        return Location("postgres", "", f"embedded:{path}", data_dir=path)
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    official = scheme.startswith("official+")
-    base = scheme.removeprefix("official+")
-    parts = urlsplit(url[len("official+") :] if official else url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if base in ("postgresql", "postgres"):
-        prefix = next((v for k, v in query if k == "table_prefix"), "langmem")
-        if official and prefix != "langmem":
-            raise CLIError(
-                "table_prefix does not apply to official+postgresql:// (its table is 'store')",
-                USAGE,
-            )
-        try:
-            Tables(prefix)
-        except ValueError as exc:
-            raise CLIError(str(exc), USAGE) from None
-        kind = "official-postgres" if official else "postgres"
-        return Location(
-            kind, _without(parts, query, "table_prefix"), mask(url), table_prefix=prefix
-        )
-    if base in ("redis", "rediss", SENTINEL_SCHEME):
-        prefix = next((v for k, v in query if k == "prefix"), "langmem")
-        if official and prefix != "langmem":
-            raise CLIError(
-                "prefix does not apply to official+redis:// (its keys are store:<ULID>)", USAGE
-            )
-        kind = "official-redis" if official else "redis"
-        return Location(kind, _without(parts, query, "prefix"), mask(url), table_prefix=prefix)
-    raise CLIError(
-        f"unsupported store URL {mask(url)!r}: use postgresql://..., redis://..., "
-        f"{SENTINEL_SCHEME}://..., embedded[:PATH], "
-        "or official+postgresql:// / official+redis:// as a migrate source",
-        USAGE,
-    )
+__getattr__ = moved(
+    __name__, dict.fromkeys(["Location", "mask", "parse_location"], "langmem_adapters.settings")
+)
 
 
 @contextlib.contextmanager

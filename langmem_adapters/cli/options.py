@@ -1,37 +1,39 @@
-"""Exit codes and the parsers of option values (``--namespace``, ``--filter``, ``--embed``,
-``--fields``, ``--model``), each reporting a bad value as a ``CLIError``."""
+"""Exit codes and the parsers of the CLI's own option values (``--namespace``, ``--filter``,
+``--model``), each reporting a bad value as a ``CLIError``. Store URLs, ``--embed`` and
+``--fields`` are settings the server reads too: :mod:`langmem_adapters.settings` parses them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from langmem_adapters.compat import moved
 from langmem_adapters.demo import SCRIPT, SCRIPTED_LABEL, ScriptedChatModel
-from langmem_adapters.embeddings import HashEmbeddings
-from langmem_adapters.errors import CLIError, first_line
+from langmem_adapters.errors import CLIError
+from langmem_adapters.settings import from_langchain
 
 __all__ = [
-    "CONNECT_TIMEOUT",
     "FAILURE",
     "PAGE",
     "USAGE",
-    "first_line",
-    "parse_embed",
-    "parse_fields",
     "parse_filter",
     "parse_model",
     "parse_namespace",
     "parse_namespace_path",
 ]
 
-T = TypeVar("T")
+__getattr__ = moved(
+    __name__,
+    {
+        **dict.fromkeys(
+            ["CONNECT_TIMEOUT", "parse_embed", "parse_fields"], "langmem_adapters.settings"
+        ),
+        "first_line": "langmem_adapters.errors",
+    },
+)
 
-#: Seconds to wait for a server before reporting it unreachable.
-CONNECT_TIMEOUT = 5
 #: Items per read page and per write batch.
 PAGE = 500
 #: Exit status of a usage mistake and of any other failure.
@@ -82,47 +84,6 @@ def parse_filter(text: str | None) -> dict[str, Any] | None:
     return value
 
 
-def parse_fields(text: str | None) -> list[str] | None:
-    """``--fields``: comma-separated value paths to embed (``None``: the whole value)."""
-    return [f.strip() for f in text.split(",") if f.strip()] if text else None
-
-
-def parse_embed(
-    spec: str | None, fields: Sequence[str] | None = None, *, option: str = "--embed"
-) -> dict[str, Any] | None:
-    """``--embed``: ``none``, ``hash`` / ``hash:DIMS`` (offline) or ``provider:model`` (LangChain).
-
-    Returns an IndexConfig for the store, or ``None`` for no index. ``option`` is the name messages
-    give the value (the server's ``LANGMEM_EMBED`` variable reuses this parser).
-    """
-    if spec is None or spec == "none":
-        return None
-    embeddings: Embeddings
-    if spec == "hash" or spec.startswith("hash:"):
-        dims_text = spec[5:] or "64"
-        if not dims_text.isdigit() or int(dims_text) <= 0:
-            raise CLIError(f"{option} hash:DIMS needs a positive integer, got {spec!r}", USAGE)
-        embeddings = HashEmbeddings(int(dims_text))
-        dims = int(dims_text)
-    else:
-        if ":" not in spec:
-            raise CLIError(
-                f"{option} must be none, hash[:DIMS] or provider:model, got {spec!r}", USAGE
-            )
-        embeddings, dims = _from_langchain(
-            lambda: _init_embeddings(spec), f"{option} {spec}", "embeddings", spec
-        )
-    return {"dims": dims, "embed": embeddings, "fields": list(fields or ["$"])}
-
-
-def _init_embeddings(spec: str) -> tuple[Embeddings, int]:
-    """LangChain's embeddings for ``provider:model`` and their size (probed with one query)."""
-    from langchain.embeddings import init_embeddings
-
-    embeddings = init_embeddings(spec)
-    return embeddings, len(embeddings.embed_query("dimension probe"))
-
-
 def parse_model(spec: str | None) -> tuple[BaseChatModel, str]:
     """``--model``: the scripted model (offline) or a real one, with its label for the transcript."""
     if spec is None:
@@ -137,18 +98,4 @@ def parse_model(spec: str | None) -> tuple[BaseChatModel, str]:
 
         return init_chat_model(spec)
 
-    return _from_langchain(init, "--model", "model", spec), f"[model {spec}]"
-
-
-def _from_langchain(make: Callable[[], T], option: str, what: str, spec: str) -> T:
-    """Run a LangChain initialiser for an option, reporting a missing package or the provider's
-    failure (a missing API key, an unknown model) as one ``CLIError``."""
-    try:
-        return make()
-    except ImportError as exc:
-        raise CLIError(
-            f"{option} needs LangChain and the provider's package (pip install langchain "
-            f"langchain-<provider>): {first_line(exc)}"
-        ) from None
-    except Exception as exc:  # provider packages raise their own types for missing keys etc.
-        raise CLIError(f"cannot use {what} {spec!r}: {first_line(exc)}") from None
+    return from_langchain(init, "--model", "model", spec), f"[model {spec}]"

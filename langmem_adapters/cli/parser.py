@@ -24,9 +24,15 @@ from langmem_adapters.cli.commands import (
     cmd_sweep,
     cmd_ui,
 )
-from langmem_adapters.cli.options import FAILURE, PAGE, USAGE, first_line
+from langmem_adapters.cli.options import FAILURE, PAGE, USAGE
 from langmem_adapters.cli.render import Ctx
-from langmem_adapters.errors import CLIError, InvalidRecordError, StoreError
+from langmem_adapters.errors import (
+    CLIError,
+    InvalidRecordError,
+    SettingUnavailableError,
+    StoreError,
+    first_line,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -231,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message, code = f"cannot reach Redis: {first_line(exc)}", FAILURE
     except redis.exceptions.RedisError as exc:
         message, code = f"Redis: {first_line(exc)}", FAILURE
+    except SettingUnavailableError as exc:  # the embedded server, a LangChain provider
+        message, code = first_line(exc), FAILURE
     except InvalidRecordError as exc:  # a bad line of an import: the input, not the command line
         message, code = first_line(exc), FAILURE
     except (ValueError, TypeError, LookupError) as exc:

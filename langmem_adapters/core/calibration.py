@@ -9,7 +9,7 @@ from then on is the first that met it, or the store answers exactly when an exac
 than the index at that breadth (or no breadth met it).
 
 What was measured is kept with the index (a row on Postgres, a hash field on Redis: the backend's
-:class:`Probe`), so a new store instance reads it at its first check and starts where the last one
+:class:`~langmem_adapters.core.recall.Probe`), so a new store instance reads it at its first check and starts where the last one
 left off. Until a measurement valid for the index's size exists, search is *cold*: exact up to the
 backend's measured exact-scan line, else at the widest breadth. It measures again when the index
 grew by a quarter or halved, when the distinct queries seen doubled since (the first time at
@@ -18,7 +18,7 @@ shows recall drifting below the target.
 Explicit ``ef_search`` (``ef_runtime`` on Redis) still wins.
 
 The logic (which queries, recall, the choice of breadth and mode, when to measure) lives here, once;
-a backend supplies a :class:`Probe` (plans for: count the vectors, sample stored vectors, exact
+a backend supplies a :class:`~langmem_adapters.core.recall.Probe` (plans for: count the vectors, sample stored vectors, exact
 top-k, ANN top-k at a breadth, read and write the kept measurement);
 :mod:`~langmem_adapters.core.calibrated` runs it off the request path and offers
 ``vector_stats()`` / ``calibrate()``.
@@ -35,44 +35,21 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any, Literal, NamedTuple, Protocol
-
-import numpy as np
+from typing import Any, Literal, NamedTuple
 
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.measurement import Cold, Measurement, VectorSearchStats
-from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.core.recall import K, Probe, lower_bound, recall_at, synthetic
 
-__all__ = [
-    "Calibrator",
-    "Cold",
-    "Hit",
-    "Measurement",
-    "Probe",
-    "VectorSearchStats",
-    "explicit_breadth",
-    "per_query",
-    "recall_at",
-    "synthetic",
-]
+__all__ = ["Calibrator", "Cold", "Measurement", "VectorSearchStats"]
 
 log = logging.getLogger(__name__)
 
-Hit = tuple[Hashable, float]
-"""One search result of a probe: the row's identity and its distance (smaller is nearer)."""
-
-#: recall@K is what the target is about.
-K = 10
 #: Queries of one full measurement, and of one spot check.
 QUERIES, SPOT = 100, 10
 #: Distinct query vectors kept (the newest): a measurement samples ``QUERIES`` of them at random, so
 #: it spans the last ~1000 searches (many namespaces, not the last conversation).
 RESERVOIR = 1024
-#: A breadth is chosen when its sample's mean recall less this many standard errors (of the
-#: queries' recalls) meets the target: misses concentrate on a few queries, so the spread of the
-#: mean follows theirs. With a fixed margin instead (the mean >= 0.995 for 0.99, 60 queries) the
-#: breadth chosen on LongMemEval (WordLlama, Postgres) gave 0.988 over all 470 questions.
-Z = 2.0
 #: A spot check below ``target - DRIFT`` measures again.
 DRIFT = 0.02
 #: The index grown by this factor (or halved) since the measurement: measured again, and cold
@@ -92,94 +69,6 @@ class Rung(NamedTuple):
     recall: float
     bound: float
     ann_ms: float
-
-
-class Probe(Protocol):
-    """What a backend supplies: plans (yielding its rounds) over its vector index."""
-
-    #: The widest breadth the backend's index accepts.
-    max_breadth: int
-
-    def count(self) -> Steps:
-        """The number of vectors in the index (returns ``int``)."""
-        ...
-
-    def sample(self, n: int) -> Steps:
-        """Up to ``n`` stored vectors at random (returns ``list[list[float]]``)."""
-        ...
-
-    def query(self, vector: list[float]) -> Any:
-        """A vector in the form the probe's searches (and the store's query vectors) take."""
-        ...
-
-    def exact(self, queries: Sequence[Any], k: int) -> Steps:
-        """The exact ``k`` nearest rows of each query (returns ``list[list[Hit]]``, nearest first)."""
-        ...
-
-    def ann(self, queries: Sequence[Any], k: int, breadth: int) -> Steps:
-        """The index's ``k`` nearest rows of each query at ``breadth`` (as :meth:`exact`)."""
-        ...
-
-    def kept(self) -> Steps:
-        """The measurement kept with the index as :meth:`Measurement.to_json` wrote it (returns
-        ``str | None``: ``None`` when none is, or where it would be kept does not exist yet)."""
-        ...
-
-    def keep(self, measurement: str) -> Steps:
-        """Keep a measurement (:meth:`Measurement.to_json`) with the index, replacing the last."""
-        ...
-
-
-def explicit_breadth(spec: IndexSpec) -> int:
-    """The breadth ``ann_index_config`` sets (``ef_search``; ``ef_runtime`` as on Redis), else 0."""
-    return int(spec.ann.get("ef_search") or spec.ann.get("ef_runtime") or 0)
-
-
-def synthetic(stored: Sequence[Sequence[float]], seed: int | None = None) -> list[list[float]]:
-    """Queries made from stored vectors, for a measurement with too few real queries: as many
-    random vectors drawn from a normal distribution fitted (per dimension) to them. A stored
-    vector is its own nearest neighbour and sits in the graph, which reads recall far too high
-    (0.66 measured where 0.95 was read, on standard-normal data); a random query off the data errs
-    on the hard side, and real queries replace these as soon as there are enough."""
-    if not stored:
-        return []
-    sample = np.asarray(stored, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    drawn = rng.normal(sample.mean(axis=0), sample.std(axis=0) + 1e-9, size=sample.shape)
-    return [[float(x) for x in row] for row in drawn]
-
-
-def per_query(
-    exact: Sequence[Sequence[Hit]], found: Sequence[Sequence[Hit]], k: int = K
-) -> list[tuple[int, int]]:
-    """Per query with exact neighbours, ``(hits, of)``: a row of ``found`` as near as the exact
-    k-th (a tie) counts, so duplicate vectors do not read as misses."""
-    out = []
-    for truth, got in zip(exact, found):
-        truth = list(truth)[:k]
-        if not truth:
-            continue
-        keys = {key for key, _ in truth}
-        edge = truth[-1][1] + 1e-6 * max(1.0, abs(truth[-1][1]))
-        hits = sum(1 for key, d in got[:k] if key in keys or d <= edge)
-        out.append((min(len(truth), hits), len(truth)))
-    return out
-
-
-def recall_at(exact: Sequence[Sequence[Hit]], found: Sequence[Sequence[Hit]], k: int = K) -> float:
-    """Mean recall@k of ``found`` against ``exact`` (ties count, see :func:`per_query`)."""
-    counts = per_query(exact, found, k)
-    total = sum(of for _, of in counts)
-    return sum(hits for hits, _ in counts) / total if total else 1.0
-
-
-def lower_bound(exact: Sequence[Sequence[Hit]], found: Sequence[Sequence[Hit]]) -> float:
-    """Mean recall@K less :data:`Z` standard errors of the queries' recalls."""
-    counts = per_query(exact, found)
-    if len(counts) < 2:
-        return recall_at(exact, found)
-    recalls = np.asarray([hits / of for hits, of in counts])
-    return float(recalls.mean() - Z * recalls.std(ddof=1) / math.sqrt(len(recalls)))
 
 
 class Calibrator:

@@ -345,25 +345,14 @@ def _namespace(ns: Any, what: str) -> tuple[str, ...]:
 
 
 _ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
-_CHECKED: dict[tuple[str, ...], None] = {}  # item namespaces that passed, emptied at 4096 entries
 
 
 def item_namespace(op: _ItemOp) -> _ItemOp:
-    """``op`` with its namespace checked (a tuple of valid labels), remembering namespaces that
-    passed: a batch repeats a few namespaces, and the checks cost more than the lookup."""
-    ns = op.namespace
-    try:
-        if type(ns) is tuple and ns in _CHECKED:
-            return op
-    except TypeError:  # an unhashable label; the checks below name it
-        pass
-    checked = _namespace(ns, "namespace")
-    if checked is not ns:
+    """``op`` with its namespace checked (a tuple of valid labels)."""
+    checked = _namespace(op.namespace, "namespace")
+    if checked is not op.namespace:
         op = op._replace(namespace=checked)
     validate_op_namespace(op)
-    if len(_CHECKED) >= 4096:
-        _CHECKED.clear()
-    _CHECKED[checked] = None
     return op
 
 

@@ -2,7 +2,8 @@
 written once for both drivers and both backends.
 
 A backend supplies a :class:`ReindexJob` (its plans: start or resume a shadow generation of vectors,
-fill it a page at a time, switch to it atomically); the flow here drives them: it probes the new
+fill it a page at a time, switch to it atomically); a store holds a :class:`Reindexer`, whose flow
+drives them: it probes the new
 embedder's identity, reports progress between pages (each page commits on its own, with its
 position, so an interrupted run resumes where it stopped), and after the switch the store uses the
 new embedder. Searches keep answering from the old vectors until the switch.
@@ -10,27 +11,19 @@ new embedder. Searches keep answering from the old vectors until the switch.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 from langgraph.store.base import ensure_embeddings
 
-from langmem_adapters.core.drive import Steps, adrive, drive
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.identity import Identity, IdentityGuard, probe
 from langmem_adapters.core.ops import check_page_size
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = [
-    "AsyncReindex",
-    "Progress",
-    "ReindexJob",
-    "SyncReindex",
-    "reindex_flow",
-    "reindex_target",
-]
+__all__ = ["Progress", "ReindexJob", "Reindexer", "reindex_flow", "reindex_target"]
 
 Progress = Callable[[int, int], None]
 """A progress callback: items re-embedded so far, and the items to re-embed in all."""
@@ -122,95 +115,29 @@ def reindex_flow(
     return done
 
 
-class SyncReindex:
-    """``reindex`` for stores on a blocking client (mixed into ``SyncStore``)."""
+class Reindexer:
+    """A store's reindex: made with its identity guard, how to read its index spec, the backend's
+    job maker and the errors after which the backend rolled a switch back. :meth:`flow` is the
+    whole reindex as plans, for the store to run (blocking or awaiting)."""
 
-    index_spec: IndexSpec | None
-    _guard: IdentityGuard
-    _retryable: tuple[type[Exception], ...]
-    _run: Callable[[Steps], Any]
-    _reindex_job: Callable[[IndexSpec, Identity], ReindexJob]
-
-    def reindex(
+    def __init__(
         self,
-        embed: Any = None,
-        fields: Sequence[str] | None = None,
-        *,
-        page_size: int = PAGE_SIZE,
-        progress: Progress | None = None,
-    ) -> int:
-        """Re-embed every live item with ``embed`` (an ``Embeddings``, a function, or an
-        ``init_embeddings`` string; default: this store's own, e.g. after an
-        ``EmbeddingMismatchError``) and ``fields`` (default: the index's), ``page_size`` items at a
-        time, beside the old vectors, which keep answering searches; then switch atomically, after
-        which this store uses the new embedder. Unchanged text is embedded once. An interrupted run
-        resumes when called again with the same embedder and fields. ``progress(done, total)`` is
-        called after each page. Returns how many items the pages re-embedded (items written meanwhile
-        are re-embedded by the switch as well)."""
-        target = reindex_target(self.index_spec, embed, fields, page_size)
-        flow = reindex_flow(
-            self._guard,
-            target,
-            embed is not None,
-            self._reindex_job,
-            page_size,
-            progress,
-            self._retryable,
+        guard: IdentityGuard,
+        spec: Callable[[], IndexSpec | None],
+        job: Callable[[IndexSpec, Identity], ReindexJob],
+        retryable: tuple[type[Exception], ...],
+    ) -> None:
+        self.guard = guard
+        self.spec = spec
+        self.job = job
+        self.retryable = retryable
+
+    def flow(
+        self, embed: Any, fields: Sequence[str] | None, page_size: Any, progress: Progress | None
+    ) -> Flow:
+        """The flow of ``reindex(embed, fields, page_size=, progress=)``, its arguments checked
+        before it starts (see :meth:`~langmem_adapters.core.store.SyncStore.reindex`)."""
+        target = reindex_target(self.spec(), embed, fields, page_size)
+        return reindex_flow(
+            self.guard, target, embed is not None, self.job, page_size, progress, self.retryable
         )
-        return int(drive(flow, self._run))
-
-    async def areindex(
-        self,
-        embed: Any = None,
-        fields: Sequence[str] | None = None,
-        *,
-        page_size: int = PAGE_SIZE,
-        progress: Progress | None = None,
-    ) -> int:
-        """Async twin of :meth:`reindex` (in a worker thread)."""
-        return await asyncio.to_thread(
-            self.reindex, embed, fields, page_size=page_size, progress=progress
-        )
-
-
-class AsyncReindex:
-    """``areindex`` for stores on an async client (mixed into ``AsyncStore``)."""
-
-    index_spec: IndexSpec | None
-    _guard: IdentityGuard
-    _retryable: tuple[type[Exception], ...]
-    _drive: Callable[[Steps], Any]
-    _sync: Callable[[Any], Any]
-    _reindex_job: Callable[[IndexSpec, Identity], ReindexJob]
-
-    async def areindex(
-        self,
-        embed: Any = None,
-        fields: Sequence[str] | None = None,
-        *,
-        page_size: int = PAGE_SIZE,
-        progress: Progress | None = None,
-    ) -> int:
-        """Re-embed every live item (see :meth:`SyncReindex.reindex`); returns how many."""
-        target = reindex_target(self.index_spec, embed, fields, page_size)
-        flow = reindex_flow(
-            self._guard,
-            target,
-            embed is not None,
-            self._reindex_job,
-            page_size,
-            progress,
-            self._retryable,
-        )
-        return int(await adrive(flow, self._drive))
-
-    def reindex(
-        self,
-        embed: Any = None,
-        fields: Sequence[str] | None = None,
-        *,
-        page_size: int = PAGE_SIZE,
-        progress: Progress | None = None,
-    ) -> int:
-        """Sync twin of :meth:`areindex`, for callers in other threads."""
-        return int(self._sync(self.areindex(embed, fields, page_size=page_size, progress=progress)))

@@ -7,12 +7,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
 
-from langmem_adapters.core.bm25 import Corpus
+from langmem_adapters.core.calibration import Calibrator
 from langmem_adapters.core.hybrid import HybridSpec
 from langmem_adapters.core.refresh import Refreshed
 from langmem_adapters.errors import (
@@ -21,16 +21,15 @@ from langmem_adapters.errors import (
     InvalidArgumentTypeError,
 )
 
-if TYPE_CHECKING:
-    from langmem_adapters.core.calibration import Calibrator
-
 __all__ = [
     "TARGET_RECALL",
     "Distance",
     "IndexSpec",
     "SearchStats",
     "VectorStats",
+    "bounded",
     "check_vectors",
+    "explicit_breadth",
     "extract_texts",
     "search_breadth",
     "text_hash",
@@ -166,38 +165,29 @@ class VectorStats(Refreshed):
 
 @dataclass
 class SearchStats:
-    """Sizes that vector searches are planned with: vectors in the index, and per namespace prefix
+    """What both backends plan vector searches with: vectors in the index, and per namespace prefix
     how many it holds (so a search can choose between an exact scan and the ANN index); and the
-    index's calibration (``None``: a fixed breadth), which sets the breadth or exact search."""
+    index's calibration (``None``: a fixed breadth), which sets the breadth or exact search. A
+    backend's own readings live in its subclass (``postgres/stats.py``, ``redis/stats.py``)."""
 
     index: VectorStats = field(default_factory=VectorStats)
     prefixes: dict[str, VectorStats] = field(default_factory=dict)
     calibration: Calibrator | None = None
-    #: When the Postgres lexical side's copy of the word statistics was last renewed.
-    lexicon: Refreshed = field(default_factory=Refreshed)
-    #: How many items hold each word: a hybrid search's lexical side leaves common words out.
-    terms: dict[str, VectorStats] = field(default_factory=dict)
-    #: The collection's word statistics where a search counts them itself (Redis plain mode).
-    corpus: Corpus = field(default_factory=Corpus)
-    #: Documents in the Redis items index, 0 while it is not fully built: from a size on, its
-    #: newest-first searches try the search script's shortcuts (``redis/search.py``).
-    items: VectorStats = field(default_factory=VectorStats)
-    #: Per Redis query, the last updated_at of its last newest-first window (``redis/search.py``).
-    sort_edges: dict[str, int] = field(default_factory=dict)
 
     def prefix(self, key: str) -> VectorStats:
-        return _bounded(self.prefixes, key)
-
-    def term(self, word: str) -> VectorStats:
-        """The count of items holding ``word`` (Redis Query Engine hybrid search)."""
-        return _bounded(self.terms, word)
+        return bounded(self.prefixes, key)
 
 
-def _bounded(counts: dict[str, VectorStats], key: str) -> VectorStats:
+def bounded(counts: dict[str, VectorStats], key: str) -> VectorStats:
     """The entry of ``key``, the map emptied first when it holds 4096 others."""
     if key not in counts and len(counts) >= 4096:
         counts.clear()
     return counts.setdefault(key, VectorStats())
+
+
+def explicit_breadth(spec: IndexSpec) -> int:
+    """The breadth ``ann_index_config`` sets (``ef_search``; ``ef_runtime`` as on Redis), else 0."""
+    return int(spec.ann.get("ef_search") or spec.ann.get("ef_runtime") or 0)
 
 
 def search_breadth(count: int, schedule: Sequence[tuple[int, int]]) -> int:

@@ -7,14 +7,14 @@ own (``invoke`` / ``ainvoke``), as a LangGraph node (``as_node``), or deferred a
 thread (:class:`BackgroundManager`, :class:`AsyncBackgroundManager`).
 :func:`create_memory_store_manager` and :class:`ReflectionExecutor` are the langmem-compatible
 entry points. See ``docs/manager.md``.
+
+The errors it raises are in :mod:`langmem_adapters.errors`; the scripted model that tests and the
+demo use is :class:`langmem_adapters.demo.ScriptedMemoryModel`. Helpers of the modules here
+(``manager.dedupe.jaccard``, ``manager.prompt.build_prompt``...) are importable from their
+modules; their old paths from this package still work, with a ``DeprecationWarning``.
 """
 
-from langmem_adapters.errors import (
-    InvalidArgumentError,
-    InvalidArgumentTypeError,
-    MemoryToolConfigError,
-    NamespaceTemplateError,
-)
+from langmem_adapters.compat import moved
 from langmem_adapters.manager.actions import (
     ACTION_KINDS,
     ActionKind,
@@ -25,15 +25,14 @@ from langmem_adapters.manager.actions import (
     Remembered,
 )
 from langmem_adapters.manager.background import AsyncBackgroundManager, BackgroundManager
-from langmem_adapters.manager.dedupe import Dedupe, jaccard, normalise
+from langmem_adapters.manager.dedupe import Dedupe
 from langmem_adapters.manager.langmem import (
     MemoryStoreManager,
     ReflectionExecutor,
     create_memory_store_manager,
 )
 from langmem_adapters.manager.manager import MemoryManager
-from langmem_adapters.manager.prompt import SYSTEM_PROMPT, build_prompt, read_data
-from langmem_adapters.manager.scripted import ScriptedMemoryModel, last_user_text
+from langmem_adapters.manager.prompt import SYSTEM_PROMPT
 
 __all__ = [
     "ACTION_KINDS",
@@ -42,23 +41,29 @@ __all__ = [
     "AsyncBackgroundManager",
     "BackgroundManager",
     "Dedupe",
-    "InvalidArgumentError",
-    "InvalidArgumentTypeError",
     "ManagerResult",
     "MemoryAction",
     "MemoryActions",
     "MemoryManager",
     "MemoryStoreManager",
-    "MemoryToolConfigError",
-    "NamespaceTemplateError",
     "Outcome",
     "ReflectionExecutor",
     "Remembered",
-    "ScriptedMemoryModel",
-    "build_prompt",
     "create_memory_store_manager",
-    "jaccard",
-    "last_user_text",
-    "normalise",
-    "read_data",
 ]
+
+__getattr__ = moved(
+    __name__,
+    {
+        "ScriptedMemoryModel": "langmem_adapters.demo",
+        "last_user_text": "langmem_adapters.demo",
+        "jaccard": "langmem_adapters.manager.dedupe",
+        "normalise": "langmem_adapters.manager.dedupe",
+        "build_prompt": "langmem_adapters.manager.prompt",
+        "read_data": "langmem_adapters.manager.prompt",
+        "InvalidArgumentError": "langmem_adapters.errors",
+        "InvalidArgumentTypeError": "langmem_adapters.errors",
+        "MemoryToolConfigError": "langmem_adapters.errors",
+        "NamespaceTemplateError": "langmem_adapters.errors",
+    },
+)

@@ -28,9 +28,9 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
@@ -39,11 +39,33 @@ from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager.actions import ManagerResult
 from langmem_adapters.manager.debounce import Debouncer, Job, job_key, portable_config
 from langmem_adapters.manager.messages import messages_of
+from langmem_adapters.manager.without_pool import WITHOUT_POOL
 
-if TYPE_CHECKING:
-    from langmem_adapters.manager.manager import MemoryManager
+__all__ = ["AsyncBackgroundManager", "BackgroundManager", "Extractor"]
 
-__all__ = ["AsyncBackgroundManager", "BackgroundManager"]
+
+class Extractor(Protocol):
+    """What a background manager runs: a :class:`~langmem_adapters.manager.MemoryManager`, or
+    anything with its two calls (typed here so this module needs nothing of the manager's)."""
+
+    def invoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+    ) -> ManagerResult: ...
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        store: BaseStore | None = None,
+    ) -> ManagerResult: ...
+
 
 _calls = itertools.count()
 
@@ -56,7 +78,7 @@ class _Ledger:
     completion order, and how many calls succeeded and failed in all (older ones are dropped, so
     a manager running for weeks holds a bounded history)."""
 
-    def __init__(self, manager: MemoryManager, delay: float, workers: int, keep: int) -> None:
+    def __init__(self, manager: Extractor, delay: float, workers: int, keep: int) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise InvalidArgumentError(f"max_workers must be a positive int, got {workers!r}")
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
@@ -156,28 +178,11 @@ class _Ledger:
         """Tell the scheduler the queue changed (called under ``guard``)."""
 
 
-def _flush_at_exit(ref: weakref.ref[BackgroundManager]) -> None:
-    """Shut ``ref`` down (flushing) when the interpreter exits, if it is still open.
-
-    The hook runs among threading's exit hooks, last registered first, so before
-    ``concurrent.futures`` refuses new work (which LangChain models need); without that
-    hook (another Python) it falls back to ``atexit``.
-    """
-
-    def hook() -> None:
-        executor = ref()
-        if executor is not None and not executor.closed:
-            executor.shutdown()
-
-    register = getattr(threading, "_register_atexit", atexit.register)
-    register(hook)
-
-
 class BackgroundManager(_Ledger):
     """Debounced extraction in worker threads, on the sync APIs (see the module docstring)."""
 
     def __init__(
-        self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
+        self, manager: Extractor, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
     ) -> None:
         self._cond = threading.Condition()
         super().__init__(manager, delay, max_workers, keep)
@@ -195,7 +200,10 @@ class BackgroundManager(_Ledger):
             target=self._schedule, name="memory-manager-debounce", daemon=True
         )
         self._loop.start()
-        _flush_at_exit(weakref.ref(self))
+        #: Set at interpreter exit: the flushed calls then run with ``WITHOUT_POOL`` set.
+        self._exiting = False
+        self._exit_hook = _exit_hook(weakref.ref(self))
+        atexit.register(self._exit_hook)
 
     @property
     def guard(self) -> AbstractContextManager[Any]:
@@ -224,6 +232,7 @@ class BackgroundManager(_Ledger):
 
     def _run(self, key: Hashable, job: Job) -> None:
         try:
+            WITHOUT_POOL.set(self._exiting)  # this worker thread's context (see _exit_hook)
             result = self.manager.invoke(
                 job.input, job.config, context=job.context, store=job.store
             )
@@ -267,6 +276,13 @@ class BackgroundManager(_Ledger):
             self._jobs.put(None)
         for worker in self._workers:
             worker.join()
+        atexit.unregister(self._exit_hook)
+
+    def _shutdown_at_exit(self) -> None:
+        """Shut down from the interpreter's exit, running the flushed calls without a pool."""
+        with self._cond:
+            self._exiting = True
+        self.shutdown()
 
     def __enter__(self) -> BackgroundManager:
         return self
@@ -275,12 +291,31 @@ class BackgroundManager(_Ledger):
         self.shutdown()
 
 
+def _exit_hook(ref: weakref.ref[BackgroundManager]) -> Callable[[], None]:
+    """The ``atexit`` hook of a background manager: shut it down (flushing) if it is still open.
+
+    ``atexit`` hooks run after ``concurrent.futures`` has stopped taking work, and a model's
+    sync path needs a pool (``with_structured_output(include_raw=True)`` runs a
+    ``RunnableParallel``). So the workers run the flushed calls with ``WITHOUT_POOL`` set: a
+    ``MemoryManager`` then calls its model on the async path, on an event loop whose blocking
+    calls run inline (:mod:`langmem_adapters.manager.without_pool`); its store calls stay on the
+    sync APIs.
+    """
+
+    def hook() -> None:
+        executor = ref()
+        if executor is not None and not executor.closed:
+            executor._shutdown_at_exit()
+
+    return hook
+
+
 class AsyncBackgroundManager(_Ledger):
     """Debounced extraction as tasks of the running event loop, on the async APIs (see the module
     docstring). Submit from that loop's thread (a coroutine or an async graph node)."""
 
     def __init__(
-        self, manager: MemoryManager, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
+        self, manager: Extractor, *, delay: float = 5.0, max_workers: int = 4, keep: int = KEEP
     ) -> None:
         super().__init__(manager, delay, max_workers, keep)
         self._wake = asyncio.Event()

@@ -20,7 +20,7 @@ store are called with ``invoke`` / ``search``... or ``ainvoke`` / ``asearch``...
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, ensure_config
 from langgraph.store.base import BaseStore
@@ -38,17 +38,16 @@ from langmem_adapters.manager.actions import (
     parse_actions,
 )
 from langmem_adapters.manager.apply import Plan, apply, validate
+from langmem_adapters.manager.background import BackgroundManager
 from langmem_adapters.manager.compaction import compact
 from langmem_adapters.manager.dedupe import Dedupe
 from langmem_adapters.manager.layouts import FactLayout, LangmemFacts, TierFacts
 from langmem_adapters.manager.messages import Cursors, messages_of, to_turns
 from langmem_adapters.manager.prompt import DEFAULT_INSTRUCTIONS, build_prompt, within_budget
+from langmem_adapters.manager.without_pool import WITHOUT_POOL, run_without_pool
 from langmem_adapters.memory import Attribution, EpisodicMemory, ProceduralMemory, Procedure
 from langmem_adapters.memory.flows import Flow, arun_flow, call, run_flow
 from langmem_adapters.tools.templates import NamespaceTemplate
-
-if TYPE_CHECKING:
-    from langmem_adapters.manager.background import BackgroundManager
 
 __all__ = ["LAYOUT_ACTIONS", "Layout", "MemoryManager", "resolve_context"]
 
@@ -195,7 +194,7 @@ class MemoryManager(Runnable[Any, ManagerResult]):
             instructions=self.instructions,
             conversation_tokens=self.conversation_tokens,
         )
-        answer = yield from call(self.structured, "invoke", prompt, config)
+        answer = yield from call(_Model(self.structured), "invoke", prompt, config)
         actions, malformed = parse_actions(answer)
         plan = Plan(self.actions, shown, self.procedure, procedure, self.dedupe)
         valid, others = validate(actions, plan)
@@ -287,6 +286,24 @@ class MemoryManager(Runnable[Any, ManagerResult]):
 
     def __repr__(self) -> str:
         return f"MemoryManager(namespace={self.template.labels!r}, layout={self.layout!r})"
+
+
+class _Model:
+    """The structured-output model as a flow step. ``invoke`` is its sync path, except while a
+    background manager flushes at interpreter exit (``WITHOUT_POOL``): thread pools refuse work
+    then, and the sync path of ``with_structured_output(include_raw=True)`` needs one, so the
+    async path runs on a pool-free loop instead."""
+
+    def __init__(self, runnable: Runnable[Any, Any]) -> None:
+        self.runnable = runnable
+
+    def invoke(self, prompt: Any, config: RunnableConfig) -> Any:
+        if WITHOUT_POOL.get():
+            return run_without_pool(self.runnable.ainvoke(prompt, config))
+        return self.runnable.invoke(prompt, config)
+
+    async def ainvoke(self, prompt: Any, config: RunnableConfig) -> Any:
+        return await self.runnable.ainvoke(prompt, config)
 
 
 def _state_messages(state: Any, key: str) -> list[Any]:

@@ -6,14 +6,7 @@ Each tier is ``Tier(store, namespace=root, ...)``; it keeps its records under
 twin. Times are timezone-aware datetimes in the API and epoch milliseconds in the store.
 """
 
-from langmem_adapters.errors import (
-    ConcurrentWriteError,
-    InvalidMemoryQueryError,
-    InvalidMemoryWriteError,
-    InvalidNamespaceError,
-    MemoryTypeError,
-    RecordNotFoundError,
-)
+from langmem_adapters.compat import moved
 from langmem_adapters.memory.episodic import Episode, EpisodicMemory, blended_score
 from langmem_adapters.memory.procedural import ProceduralMemory, Procedure
 from langmem_adapters.memory.records import Attribution, MemoryRecord, to_context
@@ -22,20 +15,30 @@ from langmem_adapters.memory.working import WorkingMemory
 
 __all__ = [
     "Attribution",
-    "ConcurrentWriteError",
     "Episode",
     "EpisodicMemory",
     "Fact",
-    "InvalidMemoryQueryError",
-    "InvalidMemoryWriteError",
-    "InvalidNamespaceError",
     "MemoryRecord",
-    "MemoryTypeError",
     "ProceduralMemory",
     "Procedure",
-    "RecordNotFoundError",
     "SemanticMemory",
     "WorkingMemory",
     "blended_score",
     "to_context",
 ]
+
+# The errors the tiers raise live in langmem_adapters.errors; their old paths from here still work.
+__getattr__ = moved(
+    __name__,
+    dict.fromkeys(
+        [
+            "ConcurrentWriteError",
+            "InvalidMemoryQueryError",
+            "InvalidMemoryWriteError",
+            "InvalidNamespaceError",
+            "MemoryTypeError",
+            "RecordNotFoundError",
+        ],
+        "langmem_adapters.errors",
+    ),
+)

@@ -14,7 +14,8 @@ from langgraph.store.base import TTLConfig
 from platformdirs import user_data_dir
 
 from langmem_adapters.errors import InvalidArgumentError, MissingExtraError, StoreConnectionError
-from langmem_adapters.postgres.store import PostgresIndexConfig, PostgresStore
+from langmem_adapters.postgres.opening import PostgresIndexConfig
+from langmem_adapters.postgres.store import PostgresStore
 
 __all__ = ["default_data_dir", "embedded_dsn", "embedded_store"]
 

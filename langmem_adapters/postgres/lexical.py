@@ -88,52 +88,16 @@ def lexical_search(
     :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by
     :func:`fuse_rows`: the best item is the first row."""
     vt = t.vectors(spec)
-    page = op.offset + op.limit
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
-    # N: a table analyzed since it was last emptied (``reltuples`` > 0) is sized by the planner's
-    # estimate or the live rows the statistics system counted, whichever is larger; its common
-    # words' shares come from ``t.terms`` (``terms_refresh``). Any other table (new, or truncated:
-    # its statistics describe rows that are gone, its live count lags) is counted, up to
-    # EXACT_SIZE rows, and so is every word: exact answers while the table is young and small.
-    # The most rows a term the lexical side uses may be held by: HybridSpec.rare_bound(n, page).
-    size = (
-        "SELECT z.n, z.known, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound FROM "
-        "(SELECT c.reltuples > 0 AS known, CASE WHEN c.reltuples > 0 THEN "
-        "greatest(c.reltuples, pg_stat_get_live_tuples(c.oid), 1) ELSE greatest(1, (SELECT "
-        f"count(*) FROM (SELECT 1 FROM {vt} LIMIT {EXACT_SIZE}) x)) END::float8 AS n "
-        f"FROM pg_class c WHERE c.oid = '{vt}'::regclass) z"
-    )
-    lexemes = (
-        f"SELECT a.lex, a.i, {_OPERAND} AS q FROM unnest(tsvector_to_array("
-        f"{sql.tsvector_sql(hybrid.text_config, '%s')})) WITH ORDINALITY AS a(lex, i) "
-        "WHERE a.lex <> ALL (%s::text[])"
-    )
-    # Document frequencies: a common lexeme by its recorded share, any other counted on the index,
-    # up to one past the bound (past it, a word only adds to the scores of the candidates the
-    # rarer words select, and its weight is that of a word just past the bound). (The copy's ''
-    # row is no lexeme: a tsvector holds none empty.)
-    frequency = (
-        f"coalesce((SELECT greatest(1, s.f * z.n) FROM {t.terms} s WHERE z.known "
-        f"AND s.tbl = '{vt}' AND s.lex = u.lex), "
-        f"(SELECT count(*) FROM (SELECT 1 FROM {vt} x WHERE x.tsv @@ u.q "
-        "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
-    )
-    idf = "ln(1 + (greatest(z.n, u.df) - u.df + 0.5) / (u.df + 0.5))"
     return Statement(
-        f"WITH size AS MATERIALIZED ({size}), "
+        f"WITH size AS MATERIALIZED ({_size_sql(vt)}), "
         # counted once (a subquery would be inlined, and the count run for every use of df)
-        f"counted AS MATERIALIZED (SELECT u.i, u.q, {frequency}::float8 AS df "
-        f"FROM ({lexemes}) u, size z), "
-        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {idf} AS w "
+        f"counted AS MATERIALIZED (SELECT u.i, u.q, {_frequency_sql(t, vt)}::float8 AS df "
+        f"FROM ({_lexemes_sql(hybrid.text_config)}) u, size z), "
+        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {_IDF} AS w "
         "FROM counted u, size z WHERE u.df > 0), "
-        # the rows holding a selecting (less common) word (one index scan of the words OR-ed: no
-        # row twice), each scored by every word it holds
-        f"found AS (SELECT v.ns, v.key, v.tsv FROM {vt} v WHERE v.tsv @@ (SELECT "
-        "string_agg(s.q::text, ' | ')::tsquery FROM terms s WHERE s.selects) "
-        f"AND {ns_sql}), "
-        "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT f.ns, f.key, "
-        "w.i, w.w FROM found f JOIN terms w ON f.tsv @@ w.q) m GROUP BY m.ns, m.key) "
+        f"{_hits_sql(vt, ns_sql)} "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
@@ -144,13 +108,72 @@ def lexical_search(
         f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s "
         f"LIMIT {int(candidates)}) r ORDER BY r.score DESC, r.ns, r.key",
         [
-            page,
+            op.offset + op.limit,
             hybrid.rare_share,
             clean_query(op.query or ""),
             _stop_words(op.query or ""),
             *ns_params,
             *f_params,
         ],
+    )
+
+
+# A term's weight: BM25's inverse document frequency (``u.df`` rows of ``z.n`` hold it).
+_IDF = "ln(1 + (greatest(z.n, u.df) - u.df + 0.5) / (u.df + 0.5))"
+
+
+def _size_sql(vt: str) -> str:
+    """The ``size`` row: ``n`` (the vector table's rows), ``known`` (analyzed since it was last
+    emptied) and ``bound`` (``HybridSpec.rare_bound(n, page)``; parameters: the page's end, the
+    rare share). A table analyzed since it was last emptied (``reltuples`` > 0) is sized by the
+    planner's estimate or the live rows the statistics system counted, whichever is larger; its
+    common words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other table (new, or
+    truncated: its statistics describe rows that are gone, its live count lags) is counted, up to
+    EXACT_SIZE rows, and so is every word: exact answers while the table is young and small."""
+    return (
+        "SELECT z.n, z.known, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound FROM "
+        "(SELECT c.reltuples > 0 AS known, CASE WHEN c.reltuples > 0 THEN "
+        "greatest(c.reltuples, pg_stat_get_live_tuples(c.oid), 1) ELSE greatest(1, (SELECT "
+        f"count(*) FROM (SELECT 1 FROM {vt} LIMIT {EXACT_SIZE}) x)) END::float8 AS n "
+        f"FROM pg_class c WHERE c.oid = '{vt}'::regclass) z"
+    )
+
+
+def _lexemes_sql(text_config: str) -> str:
+    """The query's lexemes (``lex``), their order (``i``) and each as a ``tsquery`` (``q``), stop
+    words aside (parameters: the query text, the stop words left out)."""
+    return (
+        f"SELECT a.lex, a.i, {_OPERAND} AS q FROM unnest(tsvector_to_array("
+        f"{sql.tsvector_sql(text_config, '%s')})) WITH ORDINALITY AS a(lex, i) "
+        "WHERE a.lex <> ALL (%s::text[])"
+    )
+
+
+def _frequency_sql(t: Tables, vt: str) -> str:
+    """A lexeme's document frequency: a common lexeme's by its recorded share, any other counted on
+    the index, up to one past the bound (past it, a word only adds to the scores of the candidates
+    the rarer words select, and its weight is that of a word just past the bound). (The copy's ''
+    row is no lexeme: a tsvector holds none empty.)"""
+    return (
+        f"coalesce((SELECT greatest(1, s.f * z.n) FROM {t.terms} s WHERE z.known "
+        f"AND s.tbl = '{vt}' AND s.lex = u.lex), "
+        f"(SELECT count(*) FROM (SELECT 1 FROM {vt} x WHERE x.tsv @@ u.q "
+        "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
+    )
+
+
+def _hits_sql(vt: str, ns_sql: str) -> str:
+    """The ``found`` and ``hits`` CTEs: the rows under the prefix holding a selecting (less common)
+    word (one index scan of those words OR-ed: no row twice), and each item's score, the sum of the
+    weights of the words its rows hold, each word tested through the index (reading the rows'
+    ``tsv`` instead, a 2,000-character text's is stored compressed, was 2.5x slower on
+    LongMemEval)."""
+    return (
+        f"found AS (SELECT v.ns, v.key, v.tsv FROM {vt} v WHERE v.tsv @@ (SELECT "
+        "string_agg(s.q::text, ' | ')::tsquery FROM terms s WHERE s.selects) "
+        f"AND {ns_sql}), "
+        "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT f.ns, f.key, "
+        "w.i, w.w FROM found f JOIN terms w ON f.tsv @@ w.q) m GROUP BY m.ns, m.key)"
     )
 
 

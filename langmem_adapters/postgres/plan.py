@@ -23,7 +23,7 @@ from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import Batch, plan_batch
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
@@ -54,6 +54,7 @@ from langmem_adapters.postgres.sql import (
     search_item_of,
     vec_literal,
 )
+from langmem_adapters.postgres.stats import PostgresStats
 from langmem_adapters.postgres.writes import (
     ItemVectors,
     refresh_statement,
@@ -110,7 +111,7 @@ class _Tail(NamedTuple):
 
 
 def plan(
-    t: Tables, spec: IndexSpec | None, ops: Iterable[Op], *, stats: SearchStats | None = None
+    t: Tables, spec: IndexSpec | None, ops: Iterable[Op], *, stats: PostgresStats | None = None
 ) -> Steps[list[Result]]:
     """Run a batch: validate everything, embed, then reads (pre-batch state) and writes in one
     transaction."""
@@ -119,7 +120,7 @@ def plan(
     op_list, batch = plan_batch(ops)
     results: list[Result] = [None] * len(op_list)
     refresh: Refresh = {}
-    prepared = yield from _prepare(t, spec, batch, stats or SearchStats())
+    prepared = yield from _prepare(t, spec, batch, stats or PostgresStats())
     reads = _read_round(t, spec, batch, prepared)
     writes: list[Statement] = []
     if batch.writes:
@@ -158,7 +159,7 @@ def put_if_absent_plan(t: Tables, spec: IndexSpec | None, op: PutOp) -> Steps[bo
 
 
 def _prepare(
-    t: Tables, spec: IndexSpec | None, batch: Batch, stats: SearchStats
+    t: Tables, spec: IndexSpec | None, batch: Batch, stats: PostgresStats
 ) -> Steps[_Prepared]:
     """Embed the batch's queries and new texts; renew the lexical side's word statistics when they
     are due; size the vector searches."""

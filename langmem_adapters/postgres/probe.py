@@ -8,8 +8,8 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 
-from langmem_adapters.core.calibration import Hit
 from langmem_adapters.core.drive import Steps
+from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.connection import (
     AsyncConnections,

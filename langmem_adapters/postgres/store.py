@@ -7,15 +7,7 @@ Both run the same plans (:mod:`~langmem_adapters.postgres.plan`, :mod:`~langmem_
 
 from __future__ import annotations
 
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -24,281 +16,47 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
-from typing import Any, Literal, TypedDict, cast
+from typing import Any
 
 import psycopg
-from langgraph.store.base import IndexConfig, Op, PutOp, Result, TTLConfig
-from psycopg.conninfo import conninfo_to_dict
+from langgraph.store.base import TTLConfig
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from langmem_adapters.core.drive import Steps
-from langmem_adapters.core.filters import Condition
-from langmem_adapters.core.identity import Identity, IdentityGuard, guarded
-from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import AsyncStore, ItemsPage, SyncStore
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
-from langmem_adapters.errors import TransientServerError
-from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
+from langmem_adapters.core.async_store import AsyncStore
+from langmem_adapters.core.sync_store import SyncStore
+from langmem_adapters.postgres.backend import PostgresBackend
 from langmem_adapters.postgres.connection import (
-    CONNECT_KWARGS,
     AsyncConnections,
     AsyncSession,
     Connections,
     Session,
-    connect_failed,
 )
-from langmem_adapters.postgres.export import items_plan, restore_plan
-from langmem_adapters.postgres.identity import PostgresIdentity, setup_steps
-from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
-from langmem_adapters.postgres.plan import plan, put_if_absent_plan
-from langmem_adapters.postgres.probe import (
-    PostgresProbe,
-    async_calibration_session,
-    calibration_session,
+from langmem_adapters.postgres.identity import setup_steps
+from langmem_adapters.postgres.opening import (
+    PoolConfig,
+    PostgresIndexConfig,
+    async_primary,
+    async_replica,
+    primary,
+    replica,
+    where,
 )
-from langmem_adapters.postgres.reindex import PostgresReindex
-from langmem_adapters.postgres.replicas import (
-    RETRY_SECONDS,
-    WAIT_SECONDS,
-    ReadStats,
-    Replica,
-    Routing,
-    check_replicas,
-)
+from langmem_adapters.postgres.probe import async_calibration_session, calibration_session
+from langmem_adapters.postgres.replicas import RETRY_SECONDS, Replica, Routing, check_replicas
 from langmem_adapters.postgres.routed import (
     AsyncReadSession,
-    AsyncReplicaConnection,
     AsyncWriteSession,
     ReadSession,
-    ReplicaConnection,
     WriteSession,
 )
-from langmem_adapters.postgres.schema import Tables, check_ann
-from langmem_adapters.postgres.search import COLD, EF_SEARCH, EXACT_BELOW
 from langmem_adapters.postgres.sql import Answer, Round
+from langmem_adapters.postgres.stats import PostgresStats
 from langmem_adapters.postgres.writes import sweep_plan
 
-__all__ = ["AsyncPostgresStore", "PoolConfig", "PostgresIndexConfig", "PostgresStore"]
+__all__ = ["AsyncPostgresStore", "PostgresStore"]
 
 
-class PoolConfig(TypedDict, total=False):
-    """Connection-pool settings for ``from_conn_string`` (as in the official store)."""
-
-    min_size: int
-    max_size: int | None
-    kwargs: dict[str, Any]
-
-
-class ANNIndexConfig(TypedDict, total=False):
-    """Approximate-search options: index kind, vector type, build and search parameters."""
-
-    kind: Literal["hnsw", "ivfflat", "exact", "flat"]
-    vector_type: Literal["vector", "halfvec"]
-    m: int
-    ef_construction: int
-    ef_search: int
-    nlist: int
-    probes: int
-    exact_below: int
-    target_recall: float | None
-
-
-class PostgresIndexConfig(IndexConfig, total=False):
-    """``IndexConfig`` plus the distance and ANN settings of the Postgres stores."""
-
-    distance_type: Literal["cosine", "l2", "inner_product"]
-    ann_index_config: ANNIndexConfig
-
-
-class _PostgresConfig:
-    """What the sync and async Postgres stores share beyond the common store base."""
-
-    tables: Tables
-    _stats: SearchStats
-    index_spec: IndexSpec | None
-    index_config: Mapping[str, Any] | None
-    _guard: IdentityGuard
-    ttl_config: TTLConfig | None
-    _routing: Routing[Any] | None
-    # The server rolled the whole batch back (connection.TRANSIENT): running it again is safe.
-    _retryable: tuple[type[Exception], ...] = (TransientServerError,)
-    _breadth_schedule: Sequence[tuple[int, int]] = EF_SEARCH
-    _exact_below = EXACT_BELOW
-    _cold = COLD
-    _new_stats: Callable[[], SearchStats]  # the calibration mixin's (core.calibration)
-
-    def _prepare(self, table_prefix: str) -> None:
-        """After ``_configure``: check the ANN options and name the tables, before any I/O."""
-        check_ann(self.index_spec)
-        self.tables = Tables(table_prefix)
-        self._stats = self._new_stats()
-
-    def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[list[Result] | bool]:
-        """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
-        behind the embedder identity check."""
-        ops = list(ops)
-        return guarded(
-            self._guard,
-            self.index_spec,
-            self._identity_access,
-            lambda: (
-                put_if_absent_plan(self._current_tables(), self.index_spec, cast(PutOp, ops[0]))
-                if if_absent
-                else plan(self._current_tables(), self.index_spec, ops, stats=self._stats)
-            ),
-            ops,
-        )
-
-    def _reindex_job(self, target: IndexSpec, identity: Identity) -> PostgresReindex:
-        """The plans re-embedding this store into ``target`` (see :meth:`reindex`)."""
-        assert self.index_spec is not None
-        return PostgresReindex(self.tables, self.index_spec, target, identity, self._switched)
-
-    def _switched(self, tables: Tables, spec: IndexSpec, identity: Identity) -> None:
-        """After a reindex switched: the new vector tables, index and identity from now on."""
-        self.tables, self.index_spec = tables, spec
-        self._stats = self._new_stats()
-        config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
-        self.index_config = {**(self.index_config or {}), **config}
-        self._guard.adopt(identity, tables.generation)
-
-    def _identity_access(self) -> PostgresIdentity:
-        """Where this store's embedder identity is recorded."""
-        assert self.index_spec is not None
-        return PostgresIdentity(self.tables, self.index_spec)
-
-    def _current_tables(self) -> Tables:
-        """The store's tables at the vector generation its identity check found (a ``reindex``
-        makes a new one)."""
-        generation = self._guard.generation
-        if generation != self.tables.generation:
-            self.tables = Tables(self.tables.prefix, generation)
-            self._stats = self._new_stats()
-        return self.tables
-
-    def _probe(self) -> PostgresProbe | None:
-        """The calibration's statements over the current vector table (``None``: no index)."""
-        spec = self.index_spec
-        return PostgresProbe(self._current_tables(), spec) if spec is not None else None
-
-    def _items_plan(self, prefix: tuple[str, ...], after: Cursor, limit: int) -> Steps[ItemsPage]:
-        """One page of ``iter_items`` (:func:`~langmem_adapters.postgres.export.items_plan`)."""
-        return items_plan(self.tables, prefix, after, limit)
-
-    def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
-        """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
-        return guarded(
-            self._guard,
-            self.index_spec,
-            self._identity_access,
-            lambda: restore_plan(self._current_tables(), self.index_spec, records),
-        )
-
-    def _bulk_start_plan(self) -> Steps[bool] | None:
-        """A bulk load's start: drop the ANN index of an empty vector table, after the identity
-        check (:func:`~langmem_adapters.postgres.bulk.drop_if_empty_plan`)."""
-        spec = self.index_spec
-        if spec is None or spec.kind == "exact":
-            return None
-        return guarded(
-            self._guard,
-            spec,
-            self._identity_access,
-            lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec),
-        )
-
-    def _bulk_finish_plan(self) -> Steps[bool] | None:
-        """A bulk load's end: build the ANN index if it is missing, then analyze the tables
-        (:func:`~langmem_adapters.postgres.bulk.build_index_plan`)."""
-        spec = self.index_spec
-        if spec is None or spec.kind == "exact":
-            return None
-        t = self._current_tables()
-        return build_index_plan(t.vectors(spec), spec, analyze=(t.store,))
-
-    def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Steps[int]:
-        """``count`` (:func:`~langmem_adapters.postgres.namespaces.count_plan`)."""
-        return count_plan(self.tables, prefix, conditions)
-
-    def _delete_namespace_plan(self, prefix: tuple[str, ...]) -> Steps[int]:
-        """``delete_namespace`` (:func:`~langmem_adapters.postgres.namespaces.delete_namespace_plan`)."""
-        return delete_namespace_plan(self.tables, prefix)
-
-    @property
-    def read_stats(self) -> ReadStats:
-        """Where this store's read rounds went so far: the primary, or each replica (with what it
-        last reported); all zero without replicas. No I/O (a property: nothing to await)."""
-        return self._routing.stats() if self._routing is not None else ReadStats(0, ())
-
-    def __repr__(self) -> str:
-        """Where the store points, never with credentials (safe to log or show in a notebook)."""
-        conn: Any = getattr(self, "conn", None)
-        if hasattr(conn, "info"):
-            where = {"host": conn.info.host, "dbname": conn.info.dbname}
-        else:
-            params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
-            where = {"host": params.get("host"), "dbname": params.get("dbname")}
-        index = (
-            f", index=dims {self.index_spec.dims} {self.index_spec.distance}"
-            if self.index_spec
-            else ""
-        )
-        replicas = f", replicas={len(self._routing.replicas)}" if self._routing else ""
-        return (
-            f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
-            f"table_prefix={self.tables.prefix!r}{index}{replicas})"
-        )
-
-
-def _where(conn: Any) -> str:
-    """A server's address for stats and messages, never with credentials."""
-    if hasattr(conn, "info"):
-        host, port, dbname = conn.info.host, conn.info.port, conn.info.dbname
-    else:
-        params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
-        host, port, dbname = params.get("host"), params.get("port"), params.get("dbname")
-    return f"{host}:{port or 5432}/{dbname or ''}"
-
-
-def _pool_options(pool_config: PoolConfig) -> dict[str, Any]:
-    """A replica pool's options: the primary's sizes and connection settings, a short wait for a
-    connection, and no check on checkout: a replica's broken connection fails its round, which the
-    primary then answers, so checking would cost every read a round trip for nothing."""
-    return {
-        "min_size": pool_config.get("min_size", 1),
-        "max_size": pool_config.get("max_size"),
-        "kwargs": {**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
-        "timeout": WAIT_SECONDS,
-    }
-
-
-def _replica(dsn: str, pool_config: PoolConfig | None, stack: ExitStack) -> Replica[Connections]:
-    """A replica of ``from_conn_string``: a pool with ``pool_config``, else one connection opened on
-    first use (as the primary gets one); closed with ``stack``."""
-    if pool_config is None:
-        own = ReplicaConnection(dsn)
-        stack.callback(own.close)
-        return Replica(own, _where(own))
-    pool = stack.enter_context(ConnectionPool(dsn, **_pool_options(pool_config), open=True))
-    return Replica(Connections(pool), _where(pool))
-
-
-async def _async_replica(
-    dsn: str, pool_config: PoolConfig | None, stack: AsyncExitStack
-) -> Replica[AsyncConnections]:
-    """The async twin of :func:`_replica`."""
-    if pool_config is None:
-        own = AsyncReplicaConnection(dsn)
-        stack.push_async_callback(own.close)
-        return Replica(own, _where(own))
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        dsn, **_pool_options(pool_config), open=False
-    )
-    await pool.open()
-    return Replica(AsyncConnections(await stack.enter_async_context(pool)), _where(pool))
-
-
-class PostgresStore(_PostgresConfig, SyncStore):
+class PostgresStore(PostgresBackend, SyncStore[PostgresStats]):
     """A LangGraph store on PostgreSQL + pgvector (psycopg 3, sync).
 
     ``conn`` is a ``psycopg.Connection`` (used under a lock) or a ``psycopg_pool.ConnectionPool``.
@@ -329,7 +87,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
         self._prepare(table_prefix)
         self._connections = Connections(conn)
         self._routing = (
-            Routing([Replica(Connections(r), _where(r)) for r in standbys], retry=replica_retry)
+            Routing([Replica(Connections(r), where(r)) for r in standbys], retry=replica_retry)
             if standbys
             else None
         )
@@ -364,34 +122,19 @@ class PostgresStore(_PostgresConfig, SyncStore):
         """
         dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         with ExitStack() as stack:
-            standbys = [_replica(dsn, pool_config, stack) for dsn in dsns]
-            conn: psycopg.Connection[Any] | ConnectionPool[Any]
-            if pool_config is not None:
-                conn = stack.enter_context(
-                    ConnectionPool(
-                        conn_string,
-                        min_size=pool_config.get("min_size", 1),
-                        max_size=pool_config.get("max_size"),
-                        kwargs={**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
-                        check=ConnectionPool.check_connection,
-                        open=True,
-                    )
-                )
-            else:
-                try:
-                    conn = psycopg.Connection.connect(conn_string, **CONNECT_KWARGS)
-                except psycopg.Error as exc:
-                    raise connect_failed(exc) from exc
+            standbys = [replica(dsn, pool_config, stack) for dsn in dsns]
+            conn = primary(conn_string, pool_config, stack)
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)
             if not isinstance(conn, ConnectionPool):
                 # Close the store's current connection: a reconnect may have replaced ``conn``.
                 stack.callback(lambda: store.conn.close())
+            # Before the connection closes: the sweeper and a calibration check in flight stop.
+            stack.callback(store._stop_background)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 store.setup()
                 store.start_ttl_sweeper()
-                stack.callback(store.stop_ttl_sweeper)
             yield store
 
     def _session(self) -> Session:
@@ -420,7 +163,7 @@ class PostgresStore(_PostgresConfig, SyncStore):
         return self._run(sweep_plan(self.tables))
 
 
-class AsyncPostgresStore(_PostgresConfig, AsyncStore):
+class AsyncPostgresStore(PostgresBackend, AsyncStore[PostgresStats]):
     """The async twin of :class:`PostgresStore` on ``psycopg.AsyncConnection`` or ``AsyncConnectionPool``.
 
     Sync methods work from other threads (they run on the store's event loop) and raise
@@ -451,9 +194,7 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         self._prepare(table_prefix)
         self._connections = AsyncConnections(conn)
         self._routing = (
-            Routing(
-                [Replica(AsyncConnections(r), _where(r)) for r in standbys], retry=replica_retry
-            )
+            Routing([Replica(AsyncConnections(r), where(r)) for r in standbys], retry=replica_retry)
             if standbys
             else None
         )
@@ -481,24 +222,8 @@ class AsyncPostgresStore(_PostgresConfig, AsyncStore):
         """Async context manager twin of :meth:`PostgresStore.from_conn_string`."""
         dsns = check_replicas(replicas, (str,), "connection strings", replica_retry)
         async with AsyncExitStack() as stack:
-            standbys = [await _async_replica(dsn, pool_config, stack) for dsn in dsns]
-            conn: psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]
-            if pool_config is not None:
-                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                    conn_string,
-                    min_size=pool_config.get("min_size", 1),
-                    max_size=pool_config.get("max_size"),
-                    kwargs={**CONNECT_KWARGS, **pool_config.get("kwargs", {})},
-                    check=AsyncConnectionPool.check_connection,
-                    open=False,
-                )
-                await pool.open()
-                conn = await stack.enter_async_context(pool)
-            else:
-                try:
-                    conn = await psycopg.AsyncConnection.connect(conn_string, **CONNECT_KWARGS)
-                except psycopg.Error as exc:
-                    raise connect_failed(exc) from exc
+            standbys = [await async_replica(dsn, pool_config, stack) for dsn in dsns]
+            conn = await async_primary(conn_string, pool_config, stack)
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)

@@ -89,10 +89,9 @@ def _packed(conn: Any, calls: list[Call]) -> list[bytes]:
     redis-py's public ``Connection.pack_commands`` writes them, except where our own writer
     (:func:`_pack_text`) is faster and writes the same bytes: no hiredis (redis-py then packs in pure
     Python) and a connection whose ``encoder`` names its text encoding. Side by side
-    (``benchmarks/packing.py``: 2,000 puts and gets of a 3-field value on plain Redis 8.2, best of 9
-    interleaved runs, redis-py 8.1 without hiredis, a loaded 2-core machine): a put took 98 us with
-    ours and 127 us with ``pack_commands`` (23% less), 85 / 99 us (15% less) in a second run; a get
-    about the same either way (76 / 73, 62 / 65 us).
+    (``benchmarks/redis_wire.py``, redis-py 8.1 without hiredis, two runs on a loaded 2-core
+    machine): a batch of 100 puts took 1.34-1.50x the client CPU with ``pack_commands``, a single
+    put 1.02-1.09x, a get 1.05-1.42x.
     """
     encoder = getattr(conn, "encoder", None)
     if HIREDIS_AVAILABLE or not _names_encoding(encoder):
@@ -198,10 +197,12 @@ class Wire:
     """Executes rounds for a blocking store.
 
     On a single server this talks to a pooled connection directly: redis-py's pipeline costs more
-    than the round trip itself. It keeps one connection for whichever thread gets it first
-    (checking out a pooled one costs about a tenth of a ``get``); a thread that finds it busy, or a
-    store on a small or blocking pool (where keeping one would starve the client's other users),
-    checks one out per call. Cluster and single-connection clients use a pipeline.
+    than the round trip itself (side by side, ``benchmarks/redis_wire.py``: the pipeline took
+    1.22-1.85x our client CPU on puts, gets, batches and searches, two runs, both modes). It keeps
+    one connection for whichever thread gets it first (a checkout from the pool each round took
+    1.10-1.44x the client CPU of a get); a thread that finds it busy, or a store on a small or
+    blocking pool (where keeping one would starve the client's other users), checks one out per
+    call. Cluster and single-connection clients use a pipeline.
     """
 
     def __init__(self, client: Any, cluster: bool, wait: ReplicaWait | None = None) -> None:

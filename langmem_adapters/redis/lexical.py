@@ -25,11 +25,12 @@ from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.hybrid import HybridSpec, fuse, query_words
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, text, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import MAX_WINDOW, Searcher
+from langmem_adapters.redis.search import MAX_WINDOW, Knn, Searcher
+from langmem_adapters.redis.stats import RedisStats
 
 __all__ = [
     "MAX_TERMS",
@@ -67,18 +68,18 @@ def sides(
     op: SearchOp,
     conds: tuple[Condition, ...],
     qvec: list[float] | None,
-    ef: int,
-    broad: Collection[str],
-    stats: SearchStats,
+    knn: Knn,
+    edges: dict[str, int] | None,
+    stats: RedisStats,
 ) -> tuple[Searcher, Lexical | None]:
     """A Query Engine search's server side: its :class:`Searcher`; for a hybrid store's query
     search, that of the vector side (the first candidates of the same search) and the lexical side
     (``stats``: the store's word counts)."""
     hybrid = spec.hybrid if spec is not None and qvec is not None else None
     if hybrid is None:
-        return Searcher(keys, spec, op, conds, qvec, ef, broad), None
+        return Searcher.build(keys, spec, op, conds, qvec, knn, edges), None
     wide = op._replace(offset=0, limit=op.offset + op.limit)  # as wide as a vector search
-    vector = Searcher(keys, spec, wide, conds, qvec, ef, broad)
+    vector = Searcher.build(keys, spec, wide, conds, qvec, knn, edges)
     return vector, Lexical(keys, vector, op, conds, hybrid, stats)
 
 
@@ -93,7 +94,7 @@ class Lexical:
         op: SearchOp,
         conds: tuple[Condition, ...],
         hybrid: HybridSpec,
-        stats: SearchStats,
+        stats: RedisStats,
     ) -> None:
         """``vector``: the search's vector side (its clauses are reused); ``op``: the search;
         ``stats``: how many items the index holds and how many hold each word, as counted lately

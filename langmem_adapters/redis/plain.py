@@ -12,16 +12,15 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.search import Page
+from langmem_adapters.redis.stats import RedisStats
 
 __all__ = ["plain_searches"]
-
-Found = list[tuple[int, SearchOp, list[Record]]]
-"""Each search's position in the batch, its op and its page of records."""
 
 
 def plain_searches(
@@ -31,8 +30,8 @@ def plain_searches(
     live: list[tuple[str, ...]],
     qvecs: dict[str, list[float]],
     now_ms: int,
-    stats: SearchStats,
-) -> Generator[Round, list[Any], Found]:
+    stats: RedisStats,
+) -> Generator[Round, list[Any], list[Page]]:
     """The pages of a batch's searches from the live namespaces ``live`` (one read of each; a
     hybrid search, when ``stats.corpus`` is stale, also counts the other namespaces' words)."""
     wanted = sorted({ns for _, op, _ in searches for ns in live if under(ns, op.namespace_prefix)})
@@ -40,7 +39,6 @@ def plain_searches(
     flag = "1" if with_vectors else "0"
     hybrid = spec.hybrid if with_vectors and spec is not None else None
     read_words = "1" if hybrid is not None else "0"
-    texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
     recount = hybrid is not None and stats.corpus.stale()  # decided once: the calls follow it
     counting = corpus_calls(keys, live, wanted, now_ms) if recount else []
     reads = [
@@ -48,16 +46,13 @@ def plain_searches(
         for ns in wanted
     ]
     replies = (yield Round(reads + counting)) if reads or counting else []
-    by_ns: dict[tuple[str, ...], list[Record]] = {}
-    for ns, reply in zip(wanted, replies):
-        recs = by_ns[ns] = []
-        for row in load_json(reply):
-            rec = Record.parse(row[0], row[1])
-            if with_vectors and spec is not None:
-                rec.vectors = decode_vectors(row[2], spec)
-            if hybrid is not None:
-                texts[(nsp.join(ns), rec.key)] = row[3].split()
-            recs.append(rec)
+    texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
+    by_ns = {
+        ns: _records(
+            ns, reply, spec if with_vectors else None, texts if hybrid is not None else None
+        )
+        for ns, reply in zip(wanted, replies)
+    }
     if recount:
         count_corpus(stats.corpus, texts.values(), replies[len(reads) :])
     out = []
@@ -70,16 +65,49 @@ def plain_searches(
             if matches(r.value, conds)
         ]
         qvec = qvecs.get(op.query or "")
-        unscored: list[Record] = []
-        if qvec is not None and spec is not None:
-            records, unscored = _score(spec, records, qvec)
-            unscored.sort(key=lambda r: r.sort_key)
-        records.sort(key=lambda r: r.sort_key)
-        if hybrid is not None and qvec is not None:
-            records = plain_hybrid(hybrid, op, records, texts, stats.corpus)
-        records += unscored  # after every scored item, newest first (InMemoryStore's contract)
-        out.append((i, op, records[op.offset : op.offset + op.limit]))
+        records = _ordered(spec, op, records, qvec, texts, stats)
+        out.append(Page(i, op, records[op.offset : op.offset + op.limit]))
     return out
+
+
+def _records(
+    ns: tuple[str, ...],
+    reply: Any,
+    spec: IndexSpec | None,
+    texts: dict[tuple[str, str], list[str]] | None,
+) -> list[Record]:
+    """A namespace's live items from its ``read_ns`` reply; with ``spec`` their vectors, with
+    ``texts`` their words kept there (a hybrid search's)."""
+    out = []
+    for row in load_json(reply):
+        rec = Record.parse(row[0], row[1])
+        if spec is not None:
+            rec.vectors = decode_vectors(row[2], spec)
+        if texts is not None:
+            texts[(nsp.join(ns), rec.key)] = row[3].split()
+        out.append(rec)
+    return out
+
+
+def _ordered(
+    spec: IndexSpec | None,
+    op: SearchOp,
+    records: list[Record],
+    qvec: list[float] | None,
+    texts: dict[tuple[str, str], list[str]],
+    stats: RedisStats,
+) -> list[Record]:
+    """A search's matches in page order: nearest first (fused with the lexical ranking for a
+    hybrid search) then the unscored newest first, or without a query newest first."""
+    unscored: list[Record] = []
+    if qvec is not None and spec is not None:
+        records, unscored = _score(spec, records, qvec)
+        unscored.sort(key=lambda r: r.sort_key)
+    records.sort(key=lambda r: r.sort_key)
+    hybrid = spec.hybrid if spec is not None else None
+    if hybrid is not None and qvec is not None:
+        records = plain_hybrid(hybrid, op, records, texts, stats.corpus)
+    return records + unscored  # after every scored item, newest first (InMemoryStore's contract)
 
 
 def _distances(

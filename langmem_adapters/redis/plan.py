@@ -1,35 +1,44 @@
-"""The batch plan of the Redis stores, written once for sync and async.
+"""The batch plans of the Redis stores, written once for sync and async.
 
 A batch runs as a generator (a "plan") that yields requests: ``Embed`` (texts to embed) or
 ``Round`` (commands sent together in one pipeline). ``RedisStore`` and ``AsyncRedisStore`` only
-differ in the driver that answers them. The key layout is in :mod:`~langmem_adapters.redis.layout`,
-the writes in :mod:`~langmem_adapters.redis.writes`.
+differ in the driver that answers them. :func:`plan` runs in stages: validate the whole batch
+(:func:`~langmem_adapters.core.ops.plan_batch`), embed, build the read round (:class:`ReadRound`),
+assemble the results from its replies, then write. :func:`put_if_absent_plan` is the atomic create.
+The key layout is in :mod:`~langmem_adapters.redis.layout`, the writes in
+:mod:`~langmem_adapters.redis.writes`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from langgraph.store.base import ListNamespacesOp, Op, Result, SearchOp
+from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed, embed_queries
-from langmem_adapters.core.ops import Batch, plan_batch
-from langmem_adapters.core.vectors import IndexSpec, SearchStats
+from langmem_adapters.core.filters import Condition
+from langmem_adapters.core.ops import Batch, Write, plan_batch
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, Mode, text
 from langmem_adapters.redis.lexical import Lexical, sides
 from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import (
+    NO_KNN,
+    Knn,
+    Page,
     Searcher,
     knn_settings,
     read_items_info,
     shortcuts,
     unscored_tail,
 )
+from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.writes import (
     Vectors,
     delete_entry,
@@ -41,7 +50,56 @@ from langmem_adapters.redis.writes import (
     write_rounds,
 )
 
-__all__ = ["plan"]
+__all__ = ["plan", "put_if_absent_plan"]
+
+Touches = dict[tuple[str, str], float]
+"""Items a batch read with ``refresh_ttl``: (namespace text, key) -> their TTL in minutes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every stage of a batch reads: the store's layout, mode and index, and the batch's one reading of the clock."""
+
+    keys: Keys
+    mode: Mode
+    spec: IndexSpec | None
+    cluster: bool
+    now_us: int
+
+    @property
+    def now_ms(self) -> int:
+        return self.now_us // 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSearch:
+    """A Query Engine search of the read round: its op's place in the batch, its server query
+    (``searcher``, first asking ``window`` rows), a hybrid search's lexical side, and the calls it
+    sends (the window's query, then the lexical side's, whose replies follow in that order)."""
+
+    at: int
+    searcher: Searcher
+    window: int
+    lexical: Lexical | None
+    calls: tuple[Call, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRound:
+    """The batch's one read round, in the order of its calls: one ``HMGET`` per get, the namespace registry
+    (for listings and plain-mode searches), the Query Engine searches, and the items index's
+    ``FT.INFO`` when its reading is stale."""
+
+    gets: tuple[Call, ...]
+    registry: Call | None
+    searches: tuple[ServerSearch, ...]
+    info: Call | None
+
+    @property
+    def calls(self) -> list[Call]:
+        calls = [*self.gets, *((self.registry,) if self.registry else ())]
+        calls += [c for s in self.searches for c in s.calls]
+        return calls + ([self.info] if self.info else [])
 
 
 def plan(
@@ -50,166 +108,213 @@ def plan(
     spec: IndexSpec | None,
     ops: Iterable[Op],
     *,
-    if_absent: bool = False,
     cluster: bool = False,
-    stats: SearchStats | None = None,
-) -> Generator[Embed | Round, Any, Any]:
-    """Run a batch: validate everything, embed, read (pre-batch state), then write in one script call
-    (on a cluster: register the namespaces, then one script call per namespace). Returns the
-    results, or for ``if_absent`` whether the item was created."""
+    stats: RedisStats | None = None,
+) -> Generator[Embed | Round, Any, list[Result]]:
+    """Run a batch: validate everything, embed, read (pre-batch state) in one round, assemble the
+    results, then write in one script call (on a cluster: register the namespaces, then one script
+    call per namespace). ``stats``: what the store keeps between batches (none: nothing kept)."""
     op_list, batch = plan_batch(ops)
-    results: list[Result] = [None] * len(op_list)
-    now_us = time.time_ns() // 1000
-    now_ms = now_us // 1000
+    ctx = Context(keys, mode, spec, cluster, time.time_ns() // 1000)
     qvecs: dict[str, list[float]] = {}
-    vectors = {}
     if spec is not None and batch.searches:
         qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
+    vectors = {}
     if spec is not None and batch.writes:
         vectors = yield from embed_writes(keys, spec, batch.writes)
-    if not (batch.gets or batch.searches or batch.lists):
-        # Only writes (a put, a delete): no read round, and none of the read work below.
-        created = yield from _writes(
-            keys, mode, spec, batch, vectors, {}, now_us, if_absent, cluster
-        )
-        return created if if_absent else results
-    ef, broad, exact = 0, set[str](), set[str]()
-    if qvecs and spec is not None and mode == "query_engine" and spec.kind != "exact":
-        ef, broad, exact = yield from knn_settings(
-            keys, spec, batch.searches, stats or SearchStats(), list(qvecs.values())
-        )
+    results: list[Result] = [None] * len(op_list)
+    touch: Touches = {}
+    if batch.gets or batch.searches or batch.lists:
+        touch = yield from _reads(ctx, batch, qvecs, stats, results)
+    yield from _writes(ctx, batch.writes, vectors, touch, "p")
+    return results
 
-    calls = [_get_call(keys, op.namespace, op.key) for _, op in batch.gets]
-    need_registry = bool(batch.lists) or (mode == "plain" and bool(batch.searches))
-    if need_registry:
-        calls.append(Call(("ZRANGE", keys.registry, f"({now_ms}", "+inf", "BYSCORE")))
-    searchers: list[tuple[int, Searcher, int, Lexical | None, int]] = []
-    info: list[Call] = []  # the items index's FT.INFO, sent last in the round when stale
-    if mode == "query_engine" and batch.searches:
-        info, edges = shortcuts(keys, stats)
-        for i, op, conds in batch.searches:
-            if op.limit == 0:
-                results[i] = []
-                continue
+
+def put_if_absent_plan(
+    keys: Keys, mode: Mode, spec: IndexSpec | None, op: PutOp, *, cluster: bool = False
+) -> Generator[Embed | Round, Any, bool]:
+    """Create the item of ``op`` unless a live item has its key, in one script call: whether it
+    was created (validated and embedded as a batch's put)."""
+    _, batch = plan_batch([op])
+    ctx = Context(keys, mode, spec, cluster, time.time_ns() // 1000)
+    vectors = (yield from embed_writes(keys, spec, batch.writes)) if spec is not None else {}
+    return (yield from _writes(ctx, batch.writes, vectors, {}, "a"))
+
+
+def _reads(
+    ctx: Context,
+    batch: Batch,
+    qvecs: dict[str, list[float]],
+    stats: RedisStats | None,
+    results: list[Result],
+) -> Generator[Round, Any, Touches]:
+    """The batch's reads: build the read round, send it, and fill ``results`` from its replies
+    (with any further rounds a search or a cluster's listing needs); the items read to refresh."""
+    knn = NO_KNN
+    spec = ctx.spec
+    if qvecs and spec is not None and ctx.mode == "query_engine" and spec.kind != "exact":
+        knn = yield from knn_settings(
+            ctx.keys, spec, batch.searches, stats or RedisStats(), list(qvecs.values())
+        )
+    read = _read_round(ctx, batch, qvecs, knn, stats, results)
+    replies = iter((yield Round(read.calls)) if read.calls else [])  # read in the calls' order
+    touch = _get_results(batch.gets, [next(replies) for _ in read.gets], results)
+    live = [nsp.split(text(n)) for n in (next(replies) if read.registry else [])]
+    sent = [[next(replies) for _ in s.calls] for s in read.searches]
+    if read.info is not None and stats is not None:
+        read_items_info(stats, next(replies))
+    if batch.lists:
+        listed = yield from _listed(ctx, batch.lists, live)
+        for i, list_op in batch.lists:
+            results[i] = _list_result(list_op, listed)
+    pages = yield from _server_pages(read.searches, sent)
+    if ctx.mode == "plain" and batch.searches:
+        pages += yield from plain_searches(
+            ctx.keys, ctx.spec, batch.searches, live, qvecs, ctx.now_ms, stats or RedisStats()
+        )
+    for page in pages:
+        results[page.at] = [r.search_item(ctx.spec) for r in page.records]
+        if page.op.refresh_ttl:
+            touch.update(_touches(page.records))
+    return touch
+
+
+def _read_round(
+    ctx: Context,
+    batch: Batch,
+    qvecs: dict[str, list[float]],
+    knn: Knn,
+    stats: RedisStats | None,
+    results: list[Result],
+) -> ReadRound:
+    """The read round of a batch (a search with ``limit=0`` gets its empty page in ``results``)."""
+    gets = tuple(_get_call(ctx.keys, op.namespace, op.key) for _, op in batch.gets)
+    registry = None
+    if batch.lists or (ctx.mode == "plain" and batch.searches):
+        registry = Call(("ZRANGE", ctx.keys.registry, f"({ctx.now_ms}", "+inf", "BYSCORE"))
+    if ctx.mode != "query_engine" or not batch.searches:
+        return ReadRound(gets, registry, (), None)
+    info, edges = shortcuts(ctx.keys, stats)
+    searches = []
+    for i, op, conds in batch.searches:
+        if op.limit == 0:
+            results[i] = []
+        else:
             qvec = qvecs.get(op.query or "")
-            s, lex = sides(keys, spec, op, conds, qvec, ef, broad, stats or SearchStats())
-            s.brute_force(exact)
-            s.edges = edges
-            # Rows past the page show whether a tie crosses its edge; nearest-neighbour distances tie
-            # more often, and a longer KNN window costs the server next to nothing.
-            window = max(2 * s.need, 20) if s.qvec is not None else max(s.need + 1, 10)
-            # built once: a later build would read word counts an earlier search of the batch
-            # has updated, and disagree with what was sent
-            sent = lex.calls() if lex else []
-            searchers.append((i, s, window, lex, 1 + len(sent)))
-            calls += [s.call(window), *sent]
-    replies = (yield Round(calls + info)) if calls or info else []
-    if info and stats is not None:
-        read_items_info(stats, replies[-1])
+            searches.append(_server_search(ctx, i, op, conds, qvec, knn, edges, stats))
+    return ReadRound(gets, registry, tuple(searches), info[0] if info else None)
 
-    touch: dict[tuple[str, str], float] = {}
-    for (i, get), reply in zip(batch.gets, replies):
-        rec = _get_record(reply)
+
+def _server_search(
+    ctx: Context,
+    at: int,
+    op: SearchOp,
+    conds: tuple[Condition, ...],
+    qvec: list[float] | None,
+    knn: Knn,
+    edges: dict[str, int] | None,
+    stats: RedisStats | None,
+) -> ServerSearch:
+    """A Query Engine search and its calls. A hybrid search's lexical call is built here, once: a
+    later build would read word counts an earlier search of the batch has updated, and disagree
+    with what was sent."""
+    s, lex = sides(ctx.keys, ctx.spec, op, conds, qvec, knn, edges, stats or RedisStats())
+    window = s.first_window
+    return ServerSearch(at, s, window, lex, (s.call(window), *(lex.calls() if lex else ())))
+
+
+def _get_results(
+    gets: list[tuple[int, GetOp]], replies: Sequence[Any], results: list[Result]
+) -> Touches:
+    """Each get's item into ``results``; the items of gets that refresh their TTL."""
+    touch: Touches = {}
+    for (i, get), (meta, created) in zip(gets, replies):
+        rec = None if meta is None else Record.parse(meta, created)
         results[i] = rec.item() if rec else None
         if rec and get.refresh_ttl and rec.ttl is not None:
             touch[(nsp.join(rec.namespace), rec.key)] = rec.ttl
-    pos = len(batch.gets)
-    live = _live_namespaces(replies[pos]) if need_registry else []
-    listed = live
-    if cluster and batch.lists:  # registry entries may outlive their items there: check the ZSETs
-        listed = [
-            ns
-            for ns in live
-            if any(nsp.matches_all(ns, op.match_conditions) for _, op in batch.lists)
-        ]
-        counts = yield Round(
-            [Call(("ZCOUNT", keys.zset(nsp.join(ns)), f"({now_ms}", "+inf")) for ns in listed]
-        )
-        listed = [ns for ns, n in zip(listed, counts) if n]
-    for i, list_op in batch.lists:
-        results[i] = _list_result(list_op, listed)
-    found: list[tuple[int, SearchOp, list[Record]]] = []
-    at = pos + need_registry
-    for i, s, window, lex, n in searchers:  # n: its replies (a hybrid one's lexical query follows)
-        page = yield from s.run(replies[at], window)
+    return touch
+
+
+def _listed(
+    ctx: Context, lists: list[tuple[int, ListNamespacesOp]], live: list[tuple[str, ...]]
+) -> Generator[Round, Any, list[tuple[str, ...]]]:
+    """The live namespaces to list: the registry's, and on a cluster (where registry entries may
+    outlive their items) only those whose ZSETs still hold a live item."""
+    if not ctx.cluster:
+        return live
+    wanted = [ns for ns in live if any(nsp.matches_all(ns, op.match_conditions) for _, op in lists)]
+    counts = yield Round(
+        [Call(("ZCOUNT", ctx.keys.zset(nsp.join(ns)), f"({ctx.now_ms}", "+inf")) for ns in wanted]
+    )
+    return [ns for ns, n in zip(wanted, counts) if n]
+
+
+def _server_pages(
+    searches: Sequence[ServerSearch], replies: Sequence[Sequence[Any]]
+) -> Generator[Round, list[Any], list[Page]]:
+    """The page of each Query Engine search from its replies (widened by more rounds as needed):
+    the vector side, fused with the lexical side for a hybrid search, then for a KNN page whose
+    scored items ran out the matching items without vectors."""
+    pages = []
+    for search, sent in zip(searches, replies):
+        s, lex = search.searcher, search.lexical
+        matched = yield from s.run(sent[0], search.window)
+        page = s.page(matched)
         short = len(page) < s.op.limit  # the scored items ran out
         if lex is not None:
-            page = yield from lex.page(page, replies[at + 1 : at + n])
+            page = yield from lex.page(page, sent[1:])
         op = lex.op if lex else s.op  # a hybrid search's vector side ran a wider op
-        if s.qvec is not None and short and len(page) < op.limit:  # then items without vectors
-            page += yield from unscored_tail(s, page, op)
-        at += n
-        found.append((i, op, page))
-    if mode == "plain" and batch.searches:
-        found += yield from plain_searches(
-            keys, spec, batch.searches, live, qvecs, now_ms, stats or SearchStats()
-        )
-    for i, op, records in found:
-        results[i] = [r.search_item(spec) for r in records]
-        if op.refresh_ttl:
-            touch.update(
-                {(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None}
-            )
+        if s.qvec is not None and short and len(page) < op.limit:
+            page += yield from unscored_tail(s, matched, page, op)
+        pages.append(Page(search.at, op, page))
+    return pages
 
-    created = yield from _writes(
-        keys, mode, spec, batch, vectors, touch, now_us, if_absent, cluster
-    )
-    return created if if_absent else results
+
+def _touches(records: Iterable[Record]) -> Touches:
+    return {(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None}
 
 
 def _writes(
-    keys: Keys,
-    mode: Mode,
-    spec: IndexSpec | None,
-    batch: Batch,
+    ctx: Context,
+    writes: list[Write],
     vectors: dict[tuple[str, str], Vectors],
-    touch: dict[tuple[str, str], float],
-    now_us: int,
-    if_absent: bool,
-    cluster: bool,
+    touch: Touches,
+    op_code: str,
 ) -> Generator[Round, Any, bool]:
-    """The batch's writes and the TTL refreshes of items it read (``touch``) in one script call
-    (on a cluster: the registry step, then one call per namespace); whether anything was written."""
-    op_code = "a" if if_absent else "p"
-    named = [(nsp.join(w.namespace), w) for w in batch.writes]
+    """The batch's writes (``op_code`` ``p`` puts, ``a`` puts if absent) and the TTL refreshes of
+    items it read (``touch``) in one script call (on a cluster: the registry step, then one call per
+    namespace); whether anything was written."""
+    named = [(nsp.join(w.namespace), w) for w in writes]
     entries = [
         put_entry(
-            mode,
+            ctx.mode,
             ns_text,
             w,
-            now_us,
+            ctx.now_us,
             vectors.get((ns_text, w.key), []),
             op_code,
-            lexical_text(spec, w.value, w.index),
+            lexical_text(ctx.spec, w.value, w.index),
         )
         if w.value is not None
         else delete_entry(ns_text, w.key)
         for ns_text, w in named
     ]
-    if touch:
-        written_keys = {(ns_text, w.key) for ns_text, w in named}
-        entries += [
-            touch_entry(ns_text, key, ttl, now_us // 1000)
-            for (ns_text, key), ttl in touch.items()
-            if (ns_text, key) not in written_keys
-        ]
+    written_keys = {(ns_text, w.key) for ns_text, w in named}
+    entries += [
+        touch_entry(ns_text, key, ttl, ctx.now_ms)
+        for (ns_text, key), ttl in touch.items()
+        if (ns_text, key) not in written_keys
+    ]
     written = [0]
-    for request in write_rounds(keys, mode, now_us, entries, cluster) if entries else ():
+    rounds = write_rounds(ctx.keys, ctx.mode, ctx.now_us, entries, ctx.cluster) if entries else []
+    for request in rounds:
         written = yield request
     return bool(sum(written))
 
 
 def _get_call(keys: Keys, namespace: tuple[str, ...], key: str) -> Call:
     return Call(("HMGET", keys.item(nsp.join(namespace), key), "m", "c"))
-
-
-def _get_record(reply: Any) -> Record | None:
-    meta, created = reply
-    return None if meta is None else Record.parse(meta, created)
-
-
-def _live_namespaces(reply: Sequence[Any]) -> list[tuple[str, ...]]:
-    return [nsp.split(text(n)) for n in reply]
 
 
 def _list_result(op: ListNamespacesOp, namespaces: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

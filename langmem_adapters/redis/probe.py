@@ -1,6 +1,6 @@
 """The Redis side of calibration (:mod:`langmem_adapters.core.calibration`): the commands that count
 and sample the vector index and search it exactly (a brute-force scan) and through HNSW at a given
-``EF_RUNTIME``; and the Redis stores' calibration hooks."""
+``EF_RUNTIME``."""
 
 from __future__ import annotations
 
@@ -11,21 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from langmem_adapters.core.calibration import Hit
 from langmem_adapters.core.drive import Steps
+from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
+from langmem_adapters.redis.layout import Keys, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import (
-    ADHOC,
-    COLD,
-    EF_RUNTIME,
-    EVERY,
-    EXACT_BELOW,
-    total_results,
-)
+from langmem_adapters.redis.search import ADHOC, EVERY, total_results
 
-__all__ = ["RedisCalibration", "RedisProbe"]
+__all__ = ["RedisProbe"]
 
 
 def _rows(reply: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -146,30 +139,3 @@ class RedisProbe:
     def keep(self, measurement: str) -> Steps:
         """Keep ``measurement`` for this index."""
         yield Round([Call(("HSET", self.kept_in, self.field, measurement))])
-
-
-class RedisCalibration:
-    """The Redis stores' calibration hooks: the probe (Query Engine mode only), plain mode's
-    exact-only search, and the rounds on the client's pool as every plan's."""
-
-    keys: Keys
-    mode: Mode | None
-    index_spec: IndexSpec | None
-    _breadth_schedule: Sequence[tuple[int, int]] = EF_RUNTIME
-    _exact_below = EXACT_BELOW
-    _cold = COLD
-
-    def _probe(self) -> RedisProbe | None:
-        """The calibration's commands over the store's vector index (``None``: no index, or plain)."""
-        spec = self.index_spec
-        if spec is None or self.mode != "query_engine":
-            return None
-        return RedisProbe(self.keys, spec)
-
-    def _exact_only(self) -> bool:
-        """Plain mode scores every search exactly (numpy), whatever the index options."""
-        return self.mode == "plain"
-
-    def _calibration_session(self) -> Any:
-        """The rounds of a calibration go through the client's pool, as every plan's."""
-        return self._session()  # type: ignore[attr-defined]

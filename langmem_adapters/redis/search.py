@@ -3,29 +3,40 @@ filters and order or KNN, widened until its page is exact; and the KNN settings 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Generator, Sequence
-from itertools import pairwise
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from langgraph.store.base import SearchOp
 
-from langmem_adapters.core.calibration import Cold, explicit_breadth
+from langmem_adapters.core.calibration import Cold
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.ops import load_json
-from langmem_adapters.core.vectors import Distance, IndexSpec, SearchStats, search_breadth
+from langmem_adapters.core.vectors import (
+    Distance,
+    IndexSpec,
+    SearchStats,
+    explicit_breadth,
+    search_breadth,
+)
 from langmem_adapters.redis.layout import Keys, text, under, vector_dtype
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.tokens import path_token, pushdown
 
 __all__ = [
     "COLD",
     "EF_RUNTIME",
     "EXACT_BELOW",
+    "MAX_WINDOW",
+    "NO_KNN",
     "SORT_FROM",
     "SORT_UP_TO",
+    "Knn",
+    "Page",
     "Searcher",
     "knn_settings",
     "read_items_info",
@@ -65,13 +76,12 @@ MAX_WINDOW = 1_000_000
 # From this many documents in the items index, a newest-first search tries the search script's
 # shortcuts first (``lua/search.lua``): the query within the newest updated_at range that held its
 # last window, or else RediSearch's sort optimizer, each kept only when provably exact. The plain
-# query gathers and sorts every match, so its cost grows with the matches, which an index this small
-# keeps at a few thousand at most; the shortcuts read the newest ranges of the indexed timestamp
-# ``o`` and cost about the same at any size, but on a small index the optimizer's guess of the
-# ranges to read is coarse and often gives a short window, which then costs the plain query too.
-# Measured (50 users x 5 topics, a user's prefix and ``kind == "fact"``, limit 10, one search
-# through our store): at 10k items plain 0.37 ms against 0.44 ms, at 100k 1.01 against 0.44 ms, at 1M
-# 6.2 against 0.31 ms (docs/benchmarks.md).
+# query gathers and sorts every match, so its cost grows with the matches; the shortcuts read the
+# newest ranges of the indexed timestamp ``o`` and cost about the same at any size, but on a small
+# index the optimizer's guess is coarse and often gives a short window, costing the plain query too.
+# Measured side by side (bench_redis's user prefix, ``kind == "fact"``, limit 10): at 100k items the
+# shortcuts make it 1.68x faster, a global filtered search 3.6x; at 10k, forced on, 0.70x
+# (docs/architecture.md; at 1M 6.2 against 0.31 ms, docs/benchmarks.md).
 SORT_FROM = 50_000
 # The widest window the shortcuts are tried for: the optimizer allocates its heap at the window's
 # size up front, and a page this deep costs the plain sort little more than the rows it returns.
@@ -85,12 +95,32 @@ _STANDARD: dict[Distance, Callable[[float], float]] = {
     "l2": lambda d: max(d, 0.0) ** 0.5,
 }
 
-# A record's place in search order (C-level attribute access: no Python frame per row).
-_SORT_KEY = attrgetter("sort_key")
+_SORT_KEY = attrgetter("sort_key")  # a record's place in search order
 
 
+class Page(NamedTuple):
+    """A search's page: its op's place in the batch, the op it ran and the records found."""
+
+    at: int
+    op: SearchOp
+    records: list[Record]
+
+
+class Knn(NamedTuple):
+    """How a batch's KNN searches run (see :func:`knn_settings`)."""
+
+    ef: int = 0  # HNSW search breadth (0: none, a search without a query vector)
+    broad: frozenset[str] = frozenset()  # prefix tokens holding half of the index or more
+    exact: frozenset[str] = frozenset()  # prefix tokens ("": the index) to scan exactly
+
+
+NO_KNN = Knn()  # the settings of a search without a query vector
+
+
+@dataclass(frozen=True, slots=True)
 class Searcher:
-    """Query Engine search of one op: a server query for namespace, filters and order/KNN.
+    """Query Engine search of one op: a server query for namespace, filters and order/KNN, built
+    complete by :meth:`build` and never changed after.
 
     Expiry is not part of the query: a range over every document would make the server filter the
     whole index (and turn KNN into a slow hybrid search). Keys expire natively and leave the index
@@ -98,57 +128,67 @@ class Searcher:
     answer exactly (ranges, array paths) are checked on the returned rows.
     """
 
-    def __init__(
-        self,
+    keys: Keys
+    spec: IndexSpec | None
+    op: SearchOp
+    conds: tuple[Condition, ...]
+    qvec: list[float] | None
+    ef: int
+    #: The query's clauses: the namespace prefix's token, then the conditions the index answers.
+    parts: tuple[str, ...]
+    #: Whether the server answers every condition (none is checked on the returned rows).
+    exact: bool
+    #: The KNN query's ``HYBRID_POLICY`` clause, or "".
+    policy: str
+    #: When set, newest-first windows try the search script's shortcuts first, and this maps a
+    #: query to the last updated_at of its last window so read (see :func:`shortcuts`).
+    edges: dict[str, int] | None = None
+
+    @classmethod
+    def build(
+        cls,
         keys: Keys,
         spec: IndexSpec | None,
         op: SearchOp,
         conds: tuple[Condition, ...],
         qvec: list[float] | None,
-        ef: int = 0,
-        broad: Collection[str] = (),
-    ) -> None:
-        self.keys, self.spec, self.op, self.conds, self.qvec, self.ef = (
-            keys,
-            spec,
-            op,
-            conds,
-            qvec,
-            ef,
-        )
+        knn: Knn = NO_KNN,
+        edges: dict[str, int] | None = None,
+    ) -> Searcher:
+        """The search of ``op``; ``knn``: the batch's KNN settings, ``edges``: see :attr:`edges`."""
         prefix = tuple(op.namespace_prefix)
-        self.parts = [f"@p:{{{path_token('n', prefix)}}}"] if prefix else []
+        token = path_token("n", prefix) if prefix else ""
         pushed = [pushdown(c) for c in conds]
-        self.parts += [c for c in pushed if c]
-        self.exact = all(c is not None for c in pushed)  # the server answers every condition
-        # A namespace filter that keeps most of the index (and nothing else to filter): walk the HNSW
-        # graph and filter its batches, which the server's own choice (a brute-force scan over the
-        # filtered documents) does far slower there.
-        self.policy = (
-            " HYBRID_POLICY BATCHES"
-            if op.namespace_prefix and not conds and path_token("n", prefix) in broad
-            else ""
-        )
-        self.need = op.offset + op.limit
-        self.matched: list[Record] = []  # after ``run``: the rows that passed, in page order
-        #: When set, newest-first windows try the search script's shortcuts first, and this maps a
-        #: query to the last updated_at of its last window so read (see :func:`shortcuts`).
-        self.edges: dict[str, int] | None = None
+        parts = [f"@p:{{{token}}}"] if prefix else []
+        parts += [c for c in pushed if c]
+        policy = ""
+        if qvec is not None and token in knn.exact:
+            # Search exactly, by a brute-force scan of the prefix's documents: HNSW misses
+            # neighbours among many equal vectors, and a small prefix is scanned as fast.
+            parts, policy = parts or [EVERY], ADHOC  # a hybrid query, which alone takes a policy
+        elif prefix and not conds and token in knn.broad:
+            # A namespace filter that keeps most of the index (and nothing else to filter): walk the
+            # HNSW graph and filter its batches, which the server's own choice (a brute-force scan
+            # over the filtered documents) does far slower there (1.67x at 10k items, all under
+            # the prefix: docs/architecture.md).
+            policy = " HYBRID_POLICY BATCHES"
+        exact = all(c is not None for c in pushed)
+        return cls(keys, spec, op, conds, qvec, knn.ef, tuple(parts), exact, policy, edges)
 
-    def brute_force(self, tokens: Collection[str]) -> None:
-        """Search exactly, by a brute-force scan of the prefix's documents, when its token (``""``:
-        the whole index) is in ``tokens`` (see :func:`knn_settings`): HNSW misses neighbours among
-        many equal vectors, and a small prefix is scanned as fast."""
-        prefix = tuple(self.op.namespace_prefix)
-        if self.qvec is None or (path_token("n", prefix) if prefix else "") not in tokens:
-            return
-        self.parts = self.parts or [EVERY]  # a hybrid query, which alone takes a policy
-        self.policy = ADHOC
+    @property
+    def need(self) -> int:
+        """The rows the page reads up to: ``offset + limit``."""
+        return self.op.offset + self.op.limit
+
+    @property
+    def first_window(self) -> int:
+        """The rows the first window asks for. Rows past the page show whether a tie crosses its
+        edge; nearest-neighbour distances tie more often, and a longer KNN window costs the server
+        next to nothing."""
+        return max(2 * self.need, 20) if self.qvec is not None else max(self.need + 1, 10)
 
     def _query(self) -> str:
-        return (
-            f"({' '.join(self.parts)})" if self.parts else "*"
-        )  # "(*)" would make KNN a slow hybrid
+        return f"({' '.join(self.parts)})" if self.parts else "*"  # "(*)": KNN as a slow hybrid
 
     def _edge_key(self, window: int) -> str:
         """Where the edge of this query's last newest-first window of ``window`` rows is kept."""
@@ -174,7 +214,8 @@ class Searcher:
                 "B",
                 np.asarray(self.qvec, vector_dtype(self.spec)[1]).tobytes(),
             ]
-        # A KNN page whose conditions the server answered needs only its own rows (and ties).
+        # A KNN page whose conditions the server answered needs only its own rows (and ties): 1.10x
+        # on a one-namespace KNN search at 10k items, 1.05x global (docs/architecture.md).
         load = self.need if self.exact and params else 0
         shortcut, guess = 0, ""
         if not params and self.edges is not None and window <= SORT_UP_TO:
@@ -233,7 +274,8 @@ class Searcher:
         return under(r.namespace, self.op.namespace_prefix) and matches(r.value, self.conds)
 
     def run(self, first_reply: Any, window: int) -> Generator[Round, list[Any], list[Record]]:
-        """Widen the window until ``offset + limit`` rows pass the client-side checks or none are left.
+        """Every row that passed, in page order (its page: :meth:`page`); the window widened until
+        ``offset + limit`` rows pass the client-side checks or none are left.
 
         It also widens while the page's last row ties (same updated_at: one batch; same distance:
         same text) with the window's last row, so the (namespace, key) tie-break is exact.
@@ -247,36 +289,30 @@ class Searcher:
             window *= 4
             (reply,) = yield Round([self.call(window)])
             hits, last, rows = self.records(reply, window)
-        primary = [r.distance if r.distance is not None else -r.updated for r in ok]
-        if any(a >= b for a, b in pairwise(primary)):  # else already in page order
-            ok.sort(key=_SORT_KEY)
-        self.matched = ok
-        return ok[self.op.offset : self.need]
+        ok.sort(key=_SORT_KEY)  # the server's order, with ties broken by namespace and key
+        return ok
+
+    def page(self, matched: list[Record]) -> list[Record]:
+        """The op's page of the rows :meth:`run` found."""
+        return matched[self.op.offset : self.need]
 
 
 def unscored_tail(
-    s: Searcher, page: list[Record], op: SearchOp | None = None
+    s: Searcher, matched: list[Record], page: list[Record], op: SearchOp
 ) -> Generator[Round, list[Any], list[Record]]:
-    """The rest of a KNN page whose scored items ran out (``s.run`` returned fewer than ``limit``,
-    so ``s.matched`` holds every scored match): the matching items without vectors, newest first,
-    from the items' index. Reading ``offset + limit`` of the newest matches is enough, since at most
-    ``len(s.matched)`` of them are scored; one more round, only for such pages. ``op``: the search
-    when ``s`` ran a wider one (a hybrid search's vector side), else ``s.op``."""
-    op = s.op if op is None else op
-    scored = {(r.namespace, r.key) for r in s.matched}
+    """The rest of a KNN page whose scored items ran out (``s.run`` found fewer than ``limit``, so
+    ``matched`` holds every scored match): the matching items without vectors, newest first, from
+    the items' index. Reading ``offset + limit`` of the newest matches is enough, since at most
+    ``len(matched)`` of them are scored; one more round, only for such pages. ``op``: the search
+    (a hybrid search's vector side ``s`` ran a wider one)."""
+    scored = {(r.namespace, r.key) for r in matched}
     skip = max(0, op.offset - len(scored))
     room = op.limit - len(page)
-    newest = Searcher(
-        s.keys,
-        None,
-        op._replace(query=None, offset=0, limit=skip + room + len(scored)),
-        s.conds,
-        None,
-    )
-    newest.edges = s.edges
-    window = max(newest.need + 1, 10)
+    wanted = op._replace(query=None, offset=0, limit=skip + room + len(scored))
+    newest = Searcher.build(s.keys, None, wanted, s.conds, None, edges=s.edges)
+    window = newest.first_window
     (reply,) = yield Round([newest.call(window)])
-    rows = yield from newest.run(reply, window)
+    rows = newest.page((yield from newest.run(reply, window)))
     return [r for r in rows if (r.namespace, r.key) not in scored][skip : skip + room]
 
 
@@ -299,7 +335,7 @@ def _num_docs(info: Any) -> int:
     return int(float(text(_info(info, "num_docs") or 0)))
 
 
-def shortcuts(keys: Keys, stats: SearchStats | None) -> tuple[list[Call], dict[str, int] | None]:
+def shortcuts(keys: Keys, stats: RedisStats | None) -> tuple[list[Call], dict[str, int] | None]:
     """The edges of the last windows (``stats.sort_edges``, for :attr:`Searcher.edges`) when this
     batch's newest-first searches try the search script's shortcuts: when the items index held at
     least :data:`SORT_FROM` documents, all indexed, when last read (``stats.items``); and the
@@ -313,7 +349,7 @@ def shortcuts(keys: Keys, stats: SearchStats | None) -> tuple[list[Call], dict[s
     return calls, stats.sort_edges if size and size >= SORT_FROM else None
 
 
-def read_items_info(stats: SearchStats, info: Any) -> None:
+def read_items_info(stats: RedisStats, info: Any) -> None:
     """Keep the items index's size from an ``FT.INFO`` reply, as 0 unless the index is fully built
     and has the indexed timestamp ``o``: while an index scans its documents (after ``FT.ALTER``
     added ``o`` to an index made before it), ``o`` is missing from the documents not yet scanned,
@@ -330,7 +366,7 @@ def knn_settings(
     searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
     stats: SearchStats,
     queries: Sequence[list[float]] = (),
-) -> Generator[Round, list[Any], tuple[int, set[str], set[str]]]:
+) -> Generator[Round, list[Any], Knn]:
     """HNSW search breadth (explicit ``ef_search``/``ef_runtime``, else the calibrated one, else by
     the index's size); the namespace prefixes (tokens) of this batch's KNN searches that hold at
     least half of the index; and those to scan exactly (``""``: the whole index): holding at most
@@ -367,5 +403,5 @@ def knn_settings(
         below = calibrator.exact_up_to(below, "exact_below" in spec.ann)
     everything = not explicit and calibrator is not None and calibrator.exact_at(total)
     sizes = {t: stats.prefix(t).count or 0 for t in tokens} | {"": total}
-    exact = {t for t, n in sizes.items() if n <= below or everything}
-    return ef, {t for t in tokens if 2 * sizes[t] >= max(total, 1)}, exact
+    exact = frozenset(t for t, n in sizes.items() if n <= below or everything)
+    return Knn(ef, frozenset(t for t in tokens if 2 * sizes[t] >= max(total, 1)), exact)

@@ -47,7 +47,7 @@ path uses the tiers' async twins. Writes are attributed to the tool name, the La
 ``update_instructions`` (procedural, versioned).
 """
 
-from langmem_adapters.errors import MemoryToolConfigError, NamespaceTemplateError
+from langmem_adapters.compat import moved
 from langmem_adapters.tools.semantic import (
     DEFAULT_MANAGE_INSTRUCTIONS as DEFAULT_MANAGE_INSTRUCTIONS,
 )
@@ -58,9 +58,13 @@ from langmem_adapters.tools.sets import create_memory_tools
 
 # ``Action``, ``Tier`` and ``DEFAULT_MANAGE_INSTRUCTIONS`` stay importable from here, as before.
 __all__ = [
-    "MemoryToolConfigError",
-    "NamespaceTemplateError",
     "create_manage_memory_tool",
     "create_memory_tools",
     "create_search_memory_tool",
 ]
+
+# The errors the tools raise live in langmem_adapters.errors; their old paths from here still work.
+__getattr__ = moved(
+    __name__,
+    dict.fromkeys(["MemoryToolConfigError", "NamespaceTemplateError"], "langmem_adapters.errors"),
+)

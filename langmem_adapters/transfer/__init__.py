@@ -16,8 +16,7 @@ Example::
     result = migrate(StoreSource(old_store), new_store, "migrate-checkpoint.json")
 """
 
-from langmem_adapters.core.records import StoredItem
-from langmem_adapters.errors import InvalidArgumentError, InvalidRecordError, StoreError
+from langmem_adapters.compat import moved
 from langmem_adapters.transfer.jsonl import item_from_json, item_to_json, read_items, write_items
 from langmem_adapters.transfer.migrate import Checkpoint, MigrationResult, migrate
 from langmem_adapters.transfer.official import OfficialPostgresReader, OfficialRedisReader
@@ -25,20 +24,28 @@ from langmem_adapters.transfer.source import Page, Position, Source, StoreSource
 
 __all__ = [
     "Checkpoint",
-    "InvalidArgumentError",
-    "InvalidRecordError",
     "MigrationResult",
     "OfficialPostgresReader",
     "OfficialRedisReader",
     "Page",
     "Position",
     "Source",
-    "StoreError",
     "StoreSource",
-    "StoredItem",
     "item_from_json",
     "item_to_json",
     "migrate",
     "read_items",
     "write_items",
 ]
+
+# StoredItem and the errors live in langmem_adapters (langmem_adapters.errors for the errors);
+# their old paths from here still work.
+__getattr__ = moved(
+    __name__,
+    {
+        "StoredItem": "langmem_adapters",
+        "InvalidArgumentError": "langmem_adapters.errors",
+        "InvalidRecordError": "langmem_adapters.errors",
+        "StoreError": "langmem_adapters.errors",
+    },
+)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from langmem_adapters.core.store import PAGE_SIZE, SyncStore
+from langmem_adapters.core.store import PAGE_SIZE
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.transfer.source import Position, Source
 

@@ -12,7 +12,8 @@ from itertools import islice
 from typing import Protocol
 
 from langmem_adapters.core.records import StoredItem, cursor_of
-from langmem_adapters.core.store import PAGE_SIZE, SyncStore
+from langmem_adapters.core.store import PAGE_SIZE
+from langmem_adapters.core.sync_store import SyncStore
 
 __all__ = ["PAGE_SIZE", "Page", "Position", "Source", "StoreSource"]
 

@@ -15,8 +15,9 @@ from typing import Any
 from langgraph.store.base import Item, SearchItem
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.async_store import AsyncStore
 from langmem_adapters.core.records import Cursor, StoredItem
-from langmem_adapters.core.store import AsyncStore, SyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.memory.ranking import hybrid_of
 
 __all__ = ["Browser", "ChildrenPage", "ItemsPage", "NamespaceNode", "SearchPage"]

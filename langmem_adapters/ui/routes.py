@@ -18,7 +18,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from langmem_adapters.core.store import AsyncStore, SyncStore
+from langmem_adapters.core.async_store import AsyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.errors import InvalidArgumentError, LangmemAdaptersError, first_line
 from langmem_adapters.memory.episodic import episode_from
 from langmem_adapters.ui.access import PAGE_SIZE, Browser

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from langmem_adapters.addresses import is_loopback
-from langmem_adapters.core.store import AsyncStore, SyncStore
+from langmem_adapters.core.async_store import AsyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.ui.routes import create_app
 from langmem_adapters.ui.security import new_token
 

@@ -19,7 +19,7 @@ import pytest
 from langgraph.store.postgres import PostgresStore as OfficialStore
 from psycopg.conninfo import conninfo_to_dict
 
-from langmem_adapters.cli import SCRIPTED_LABEL
+from langmem_adapters.demo import SCRIPTED_LABEL
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore
 from tests import servers
@@ -380,7 +380,8 @@ def test_purge_on_redis(run: Run) -> None:
     url = _redis(True)
     code, out, err = run("import", url, "--input", "/dev/null")
     assert code == 0, err
-    from langmem_adapters.cli.locations import open_store, parse_location
+    from langmem_adapters.cli.locations import open_store
+    from langmem_adapters.settings import parse_location
 
     with open_store(parse_location(url)) as store:
         store.put(("t", "a"), "k", {"x": 1})

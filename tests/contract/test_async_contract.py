@@ -8,12 +8,7 @@ from typing import Any
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
-from tests.conftest import AsyncStoreFactory, hash_index
-
-
-def ours_only(backend: str, why: str) -> None:
-    if backend == "memory":
-        pytest.skip(f"InMemoryStore differs: {why}")
+from tests.stores import AsyncStoreFactory, hash_index, ours_only
 
 
 async def test_async_roundtrip_and_batch_order(make_astore: AsyncStoreFactory) -> None:
@@ -31,8 +26,8 @@ async def test_async_roundtrip_and_batch_order(make_astore: AsyncStoreFactory) -
     assert await store.aget(("a", "b"), "k") is None
 
 
+@ours_only("InMemoryStore raises on $gt over missing fields")
 async def test_async_typed_filters_and_errors(make_astore: AsyncStoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore raises on $gt over missing fields")
     store = await make_astore()
     for i, n in enumerate([9, 10, "9", None]):
         await store.aput(("f",), f"k{i}", {"n": n})
@@ -64,6 +59,7 @@ async def test_async_vector_search(make_astore: AsyncStoreFactory) -> None:
     assert all(h.score is not None for h in hits)
 
 
+@ours_only("InMemoryStore has no TTL")
 async def test_async_ttl(make_astore: AsyncStoreFactory) -> None:
     store: Any = await make_astore(ttl={"default_ttl": 0.01, "refresh_on_read": False})
     await store.aput(("t",), "k", {"v": 1})
@@ -74,10 +70,10 @@ async def test_async_ttl(make_astore: AsyncStoreFactory) -> None:
     assert await store.sweep_ttl() == 1
 
 
+@ours_only("InMemoryStore has no put_if_absent")
 async def test_async_put_if_absent_single_winner(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    ours_only(backend, "InMemoryStore has no put_if_absent")
     store: Any = await make_astore()
     outcomes = await asyncio.gather(
         *(store.aput_if_absent(("race",), "k", {"i": i}) for i in range(16))
@@ -87,10 +83,10 @@ async def test_async_put_if_absent_single_winner(
     assert (await store.aget(("race",), "k")).value == {"i": winner}
 
 
+@ours_only("InMemoryStore is sync-native")
 async def test_sync_methods_from_another_thread(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    ours_only(backend, "InMemoryStore is sync-native")
     store = await make_astore()
     await asyncio.to_thread(store.put, ("th",), "k", {"v": 1})
     assert (await asyncio.to_thread(store.get, ("th",), "k")).value == {"v": 1}  # type: ignore[union-attr]

@@ -10,21 +10,15 @@ import threading
 import time
 from typing import Any
 
-import pytest
 from langgraph.store.base import Item, ListNamespacesOp, MatchCondition, PutOp, SearchItem
 
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
 
 
-def _ours(backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("our stores only")
-
-
+@ours_only("our stores' own API (sweeper, TTL, match paths)")
 def test_sweeper_returns_a_future_and_embeddings_attribute(
     make_store: StoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store: Any = make_store(
         index=hash_index(), ttl={"default_ttl": 1, "sweep_interval_minutes": 0.01}
     )
@@ -35,8 +29,8 @@ def test_sweeper_returns_a_future_and_embeddings_attribute(
     assert done.result(timeout=5) is None
 
 
+@ours_only("our stores' own API (sweeper, TTL, match paths)")
 async def test_async_sweeper_returns_its_task(make_astore: AsyncStoreFactory, backend: str) -> None:
-    _ours(backend)
     store: Any = await make_astore(ttl={"default_ttl": 1})
     task = await store.start_ttl_sweeper(0.01)
     assert isinstance(task, asyncio.Task) and not task.done()
@@ -44,8 +38,8 @@ async def test_async_sweeper_returns_its_task(make_astore: AsyncStoreFactory, ba
     assert task.done()
 
 
+@ours_only("our stores' own API (sweeper, TTL, match paths)")
 def test_bare_string_match_path_is_one_label(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store = make_store()
     store.put(("a", "public"), "k", {"v": 1})
     store.put(("b", "private"), "k", {"v": 1})
@@ -53,10 +47,10 @@ def test_bare_string_match_path_is_one_label(make_store: StoreFactory, backend: 
     assert found == [("a", "public")]
 
 
+@ours_only("our stores' own API (sweeper, TTL, match paths)")
 def test_concurrent_reads_refreshing_ttl_do_not_deadlock(
     make_store: StoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store = make_store(ttl={"default_ttl": 5, "refresh_on_read": True})
     store.batch([PutOp(("ttl",), f"k{i}", {"i": i}, ttl=5) for i in range(60)])
     errors: list[BaseException] = []

@@ -16,11 +16,9 @@ import pytest
 from langgraph.store.base import BaseStore, PutOp
 
 from langmem_adapters.core.hybrid import HybridSpec, fuse
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
 
-pytestmark = pytest.mark.parametrize(
-    "backend", ["postgres", "redis-qe", "redis-plain"], indirect=True
-)
+pytestmark = ours_only("InMemoryStore has no hybrid search")
 
 NS = ("users", "ana")
 QUESTION = "what is the status of order 48213"

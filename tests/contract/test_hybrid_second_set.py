@@ -11,15 +11,12 @@ import random
 import string
 from typing import Any
 
-import pytest
 from langgraph.store.base import BaseStore, PutOp
 
 from benchmarks.wordllama_embeddings import WordLlamaEmbeddings
-from tests.conftest import StoreFactory
+from tests.stores import StoreFactory, ours_only
 
-pytestmark = pytest.mark.parametrize(
-    "backend", ["postgres", "redis-qe", "redis-plain"], indirect=True
-)
+pytestmark = ours_only("InMemoryStore has no hybrid search")
 
 USERS = 16
 CITIES = ["Lisbon", "Oslo", "Porto", "Riga", "Tunis", "Quito"]

@@ -18,7 +18,12 @@ import pytest
 from langmem_adapters.core.filters import matches, parse_filter
 from langmem_adapters.errors import InvalidFilterError, InvalidNamespaceError
 from tests import servers
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+from tests.waiting import wait_until
+
+pytestmark = ours_only(
+    "InMemoryStore has no count/delete_namespace/iter_items (the tiers' fallback is tested)"
+)
 
 # Labels with every character a backend might treat specially (LIKE, glob, key separators, hash
 # tags, escapes), and labels that are prefixes or near-prefixes of one another.
@@ -42,11 +47,6 @@ LABELS = [
 ]
 
 
-def ours(backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no count/delete_namespace (the tiers' fallback is tested)")
-
-
 def everything(store: Any) -> list[tuple[tuple[str, ...], str, Any]]:
     return sorted((i.namespace, i.key, i.value) for i in store.iter_items())
 
@@ -59,7 +59,6 @@ def fill(store: Any) -> None:
 
 
 def test_whole_labels_only_never_a_neighbour(make_store: StoreFactory, backend: str) -> None:
-    ours(backend)
     store: Any = make_store()
     fill(store)
     store.put(("users",), "top", {"label": None})
@@ -117,7 +116,6 @@ def expected(flt: dict[str, Any]) -> int:
 
 
 def test_count_filters_are_typed_like_search(make_store: StoreFactory, backend: str) -> None:
-    ours(backend)
     store: Any = make_store()
     for i, value in enumerate(VALUES):
         store.put(("f", "in"), f"k{i}", value)
@@ -133,7 +131,6 @@ def test_count_filters_are_typed_like_search(make_store: StoreFactory, backend: 
 def test_expired_items_are_never_counted_nor_listed_after(
     make_store: StoreFactory, backend: str
 ) -> None:
-    ours(backend)
     store: Any = make_store(ttl={"default_ttl": None})
     store.put(("t", "a"), "live", {"v": 1})
     store.put(("t", "a"), "gone", {"v": 1}, ttl=0.002)
@@ -148,7 +145,6 @@ def test_expired_items_are_never_counted_nor_listed_after(
 
 
 def test_vectors_go_with_the_items(make_store: StoreFactory, backend: str) -> None:
-    ours(backend)
     store: Any = make_store(index=hash_index(fields=["text"]))
     store.put(("docs", "a"), "k", {"text": "purple elephants dancing"})
     store.put(("docs", "a", "b"), "k2", {"text": "purple elephants dancing"})
@@ -168,7 +164,6 @@ def test_vectors_go_with_the_items(make_store: StoreFactory, backend: str) -> No
 def test_bad_input_raises_our_errors_and_changes_nothing(
     make_store: StoreFactory, backend: str
 ) -> None:
-    ours(backend)
     store: Any = make_store()
     fill(store)
     before = everything(store)
@@ -192,22 +187,23 @@ def test_concurrent_writers_never_leave_a_half_deleted_namespace(
 ) -> None:
     """Writers keep creating namespaces under the prefix while it is deleted: afterwards every
     namespace listed holds items and every item's namespace is listed."""
-    ours(backend)
     store: Any = make_store()
     stop = threading.Event()
+    written = [0]
 
     def write() -> None:
-        i = 0
         while not stop.is_set():
+            i = written[0]
             store.put(("race", f"n{i % 7}", str(i)), "k", {"i": i})
-            i += 1
+            written[0] = i + 1
 
     thread = threading.Thread(target=write)
     thread.start()
     try:
         removed = 0
-        for _ in range(5):
-            time.sleep(0.02)
+        for _ in range(5):  # each delete meets items written since the last one
+            enough = written[0] + 5
+            wait_until(lambda n=enough: written[0] >= n, what="writes between deletes")
             removed += store.delete_namespace(("race",))
     finally:
         stop.set()
@@ -223,7 +219,6 @@ def test_concurrent_writers_never_leave_a_half_deleted_namespace(
 
 
 async def test_async_twins(make_astore: AsyncStoreFactory, backend: str) -> None:
-    ours(backend)
     store: Any = await make_astore()
     for label in LABELS[:8]:
         await store.aput(("users", label), "k", {"label": label, "n": 1})

@@ -4,121 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    SearchOp,
-)
+from langgraph.store.base import BaseStore
 
-from tests.conftest import AsyncStoreFactory, StoreFactory
 from tests.contract.model import Model
+from tests.contract.operations import PROPERTY, observe, operations
+from tests.stores import AsyncStoreFactory, StoreFactory, ours_only
 
-LABELS = ["a", "b", "a_b", "a-b", "%", "*", "x y", "ü", "\\", "{t}", "a|b"]
-KEYS = ["k1", "k2", "k%", "k_", "K1"]
-
-labels = st.sampled_from(LABELS)
-sub_namespaces = st.lists(labels, min_size=1, max_size=3).map(tuple)
-scalars = st.one_of(
-    st.integers(-20, 20),
-    st.sampled_from([2.5, -0.5, 1e3]),
-    st.text("ab9Z", max_size=3),
-    st.booleans(),
-    st.none(),
-)
-values = st.fixed_dictionaries(
-    {},
-    optional={
-        "n": scalars,
-        "tag": st.sampled_from(["red", "blue", "Red"]),
-        "nested": st.fixed_dictionaries({"m": st.integers(0, 5)}),
-        "list": st.lists(st.integers(0, 3), max_size=2),
-    },
-)
-operands = {
-    "$eq": scalars,
-    "$ne": scalars,
-    "$gt": st.one_of(st.integers(-20, 20), st.text("ab9Z", max_size=2)),
-    "$gte": st.integers(-20, 20),
-    "$lt": st.one_of(st.integers(-20, 20), st.text("ab9Z", max_size=2)),
-    "$lte": st.text("ab9Z", max_size=2),
-    "$in": st.lists(scalars, max_size=3),
-    "$nin": st.lists(scalars, max_size=3),
-    "$exists": st.booleans(),
-}
-conditions = st.one_of(
-    scalars,
-    st.sampled_from(sorted(operands)).flatmap(lambda op: operands[op].map(lambda v: {op: v})),
-)
-filters = st.one_of(
-    st.none(),
-    st.dictionaries(
-        st.sampled_from(["n", "tag", "nested.m", "list.0", "missing"]), conditions, max_size=2
-    ),
-)
-
-
-def _ops(root: str) -> st.SearchStrategy[Op]:
-    ns = sub_namespaces.map(lambda s: (root, *s))
-    patterns = st.lists(st.sampled_from([*LABELS[:4], "*"]), min_size=1, max_size=2).map(tuple)
-    return st.one_of(
-        st.builds(lambda n, k, v: PutOp(n, k, v), ns, st.sampled_from(KEYS), values),
-        st.builds(lambda n, k, v: PutOp(n, k, v), ns, st.sampled_from(KEYS), values),
-        st.builds(lambda n, k: PutOp(n, k, None), ns, st.sampled_from(KEYS)),
-        st.builds(lambda n, k: GetOp(n, k), ns, st.sampled_from(KEYS)),
-        st.builds(
-            lambda p, f, limit, offset: SearchOp((root, *p), f, limit, offset),
-            st.lists(labels, max_size=2).map(tuple),
-            filters,
-            st.integers(0, 6),
-            st.integers(0, 3),
-        ),
-        st.builds(
-            lambda pre, suf, depth, limit, offset: ListNamespacesOp(
-                (
-                    MatchCondition("prefix", (root, *pre)),
-                    *([MatchCondition("suffix", suf)] if suf else []),
-                ),
-                depth,
-                limit,
-                offset,
-            ),
-            st.one_of(st.just(()), patterns),
-            st.one_of(st.none(), patterns),
-            st.one_of(st.none(), st.integers(1, 4)),
-            st.integers(0, 8),
-            st.integers(0, 2),
-        ),
-    )
-
-
-def _observe(result: Any) -> Any:
-    """A store result in the model's shape."""
-    if isinstance(result, list) and result and hasattr(result[0], "key"):
-        return [(tuple(i.namespace), i.key, i.value) for i in result]
-    if hasattr(result, "value"):
-        return result.value
-    return result
-
-
-def _ours(backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("the model encodes our semantics, which InMemoryStore does not share")
-
-
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+pytestmark = ours_only("the model encodes our semantics, which InMemoryStore does not share")
 
 
 def test_random_sequences_match_model(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store: BaseStore = make_store()
 
     @PROPERTY
@@ -126,9 +24,9 @@ def test_random_sequences_match_model(make_store: StoreFactory, backend: str) ->
     def run(data: st.DataObject) -> None:
         root = uuid.uuid4().hex
         model = Model()
-        for op in data.draw(st.lists(_ops(root), min_size=1, max_size=25)):
+        for op in data.draw(st.lists(operations(root), min_size=1, max_size=25)):
             (result,) = store.batch([op])
-            assert _observe(result) == model.apply(op), op
+            assert observe(result) == model.apply(op), op
 
     run()
 
@@ -136,7 +34,6 @@ def test_random_sequences_match_model(make_store: StoreFactory, backend: str) ->
 async def test_random_sequences_match_model_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store = await make_astore()
     loop = asyncio.get_running_loop()
 
@@ -145,8 +42,8 @@ async def test_random_sequences_match_model_async(
     def run(data: st.DataObject) -> None:
         root = uuid.uuid4().hex
         model = Model()
-        for op in data.draw(st.lists(_ops(root), min_size=1, max_size=25)):
+        for op in data.draw(st.lists(operations(root), min_size=1, max_size=25)):
             (result,) = asyncio.run_coroutine_threadsafe(store.abatch([op]), loop).result()
-            assert _observe(result) == model.apply(op), op
+            assert observe(result) == model.apply(op), op
 
     await asyncio.to_thread(run)

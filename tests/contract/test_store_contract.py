@@ -1,7 +1,7 @@
 """The store contract every store of this package passes (sync API).
 
 Parametrised over ``backend``; InMemoryStore runs the tests where langgraph's reference agrees
-with our semantics and is skipped (with the reason) where it does not.
+with our semantics; the others are marked ``ours_only`` (with the reason) and never run on it.
 """
 
 from __future__ import annotations
@@ -25,13 +25,8 @@ from langgraph.store.base import (
 
 from langmem_adapters.core.identity import PROBES
 from langmem_adapters.embeddings import HashEmbeddings
-from tests.conftest import DIMS, StoreFactory, hash_index
-
-
-def ours_only(backend: str, why: str) -> None:
-    """Skip on langgraph's InMemoryStore where its semantics differ from ours."""
-    if backend == "memory":
-        pytest.skip(f"InMemoryStore differs: {why}")
+from tests.stores import DIMS, StoreFactory, hash_index, ours_only
+from tests.waiting import wait_until
 
 
 def snapshot(store: BaseStore) -> list[tuple[tuple[str, ...], str, Any]]:
@@ -58,8 +53,8 @@ def test_put_get_delete_roundtrip(make_store: StoreFactory) -> None:
     store.delete(("users", "u1"), "never-existed")
 
 
+@ours_only("InMemoryStore cannot hash list namespaces in put")
 def test_namespaces_accept_lists(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore cannot hash list namespaces in put")
     store = make_store()
     store.put(["a", "b"], "k", {"v": 1})  # type: ignore[arg-type]
     assert store.get(["a", "b"], "k") is not None  # type: ignore[arg-type]
@@ -67,10 +62,10 @@ def test_namespaces_accept_lists(make_store: StoreFactory, backend: str) -> None
     assert store.list_namespaces(prefix=["a"]) == [("a", "b")]  # type: ignore[arg-type]
 
 
+@ours_only("InMemoryStore resets created_at on every update")
 def test_created_at_survives_update_updated_at_moves(
     make_store: StoreFactory, backend: str
 ) -> None:
-    ours_only(backend, "InMemoryStore resets created_at on every update")
     store = make_store()
     store.put(("t",), "k", {"v": 1})
     first = store.get(("t",), "k")
@@ -147,6 +142,7 @@ def test_trailing_newline_label_is_distinct(make_store: StoreFactory) -> None:
 
 
 @pytest.mark.parametrize("bad", [("a.b",), ("",), ("a\x00",), (1,), ("ok", "")])
+@ours_only("InMemoryStore does not validate ops passed to batch directly")
 def test_invalid_namespace_rejected_everywhere(
     make_store: StoreFactory, backend: str, bad: tuple[Any, ...]
 ) -> None:
@@ -154,7 +150,6 @@ def test_invalid_namespace_rejected_everywhere(
     store.put(("keep",), "k", {"v": 1})
     with pytest.raises(InvalidNamespaceError):
         store.put(bad, "k", {"v": 1})
-    ours_only(backend, "InMemoryStore does not validate ops passed to batch directly")
     with pytest.raises(InvalidNamespaceError):
         store.batch([PutOp(bad, "k", {"v": 1})])
     with pytest.raises(InvalidNamespaceError):
@@ -236,8 +231,8 @@ def test_wildcard_is_exactly_one_label(make_store: StoreFactory) -> None:
     assert store.list_namespaces(prefix=("a", "*")) == [("a", "*"), ("a", "b", "c"), ("a", "c")]
 
 
+@ours_only("InMemoryStore keeps listing namespaces whose items were deleted")
 def test_list_namespaces_forgets_deleted(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore keeps listing namespaces whose items were deleted")
     store = make_store()
     store.put(("gone", "x"), "k", {"v": 1})
     store.put(("stays",), "k", {"v": 1})
@@ -259,10 +254,8 @@ def _keys(items: list[Any]) -> set[str]:
     return {i.key for i in items}
 
 
+@ours_only("InMemoryStore raises TypeError when $gt meets a missing or non-numeric field")
 def test_filters_are_typed(make_store: StoreFactory, backend: str) -> None:
-    ours_only(
-        backend, "InMemoryStore raises TypeError when $gt meets a missing or non-numeric field"
-    )
     store = make_store()
     _numbers(store)
     s = lambda f: _keys(store.search(("f",), filter=f, limit=100))  # noqa: E731
@@ -282,8 +275,8 @@ def test_filters_are_typed(make_store: StoreFactory, backend: str) -> None:
     assert s({"n": {"$gt": 1, "$lt": 11}}) == {"k1", "k2", "k3", "k11"}
 
 
+@ours_only("InMemoryStore has no $in/$nin/$exists or dotted paths")
 def test_filter_extensions(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore has no $in/$nin/$exists or dotted paths")
     store = make_store()
     store.put(
         ("f",), "a", {"meta": {"lang": "en", "score": 5}, "tags": ["x", "y"], "list": [{"n": 1}]}
@@ -317,10 +310,10 @@ def test_filter_extensions(make_store: StoreFactory, backend: str) -> None:
         {"n": {"$gt": float("nan")}},
     ],
 )
+@ours_only("InMemoryStore accepts some malformed filters")
 def test_bad_filters_raise_clear_errors(
     make_store: StoreFactory, backend: str, bad: dict[str, Any]
 ) -> None:
-    ours_only(backend, "InMemoryStore accepts some malformed filters")
     store = make_store()
     store.put(("f",), "a", {"n": 1})
     with pytest.raises(ValueError):
@@ -338,8 +331,8 @@ def test_filter_runs_before_limit_and_offset(make_store: StoreFactory) -> None:
     assert not _keys(page1) & _keys(page2)
 
 
+@ours_only("InMemoryStore returns insertion order")
 def test_search_without_query_is_newest_first(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore returns insertion order")
     store = make_store()
     for k in ["a", "b", "c"]:
         store.put(("o",), k, {"v": k})
@@ -349,12 +342,12 @@ def test_search_without_query_is_newest_first(make_store: StoreFactory, backend:
     assert all(i.score is None for i in store.search(("o",)))
 
 
+@ours_only("InMemoryStore returns insertion order")
 def test_pages_through_ties_are_complete_and_ordered(
     make_store: StoreFactory, backend: str
 ) -> None:
     """Items of one batch share updated_at: pages cut through such ties anywhere and still list
     every match once, newest batch first, then by namespace and key."""
-    ours_only(backend, "InMemoryStore returns insertion order")
     store = make_store()
     for b in range(3):
         store.batch(
@@ -382,10 +375,10 @@ def test_pages_through_ties_are_complete_and_ordered(
 
 
 @pytest.mark.parametrize("kw", [{"limit": -1}, {"offset": -1}])
+@ours_only("InMemoryStore silently accepts negative limit/offset")
 def test_negative_paging_rejected(
     make_store: StoreFactory, backend: str, kw: dict[str, int]
 ) -> None:
-    ours_only(backend, "InMemoryStore silently accepts negative limit/offset")
     store = make_store()
     with pytest.raises(ValueError):
         store.search(("a",), **kw)
@@ -407,10 +400,10 @@ def test_negative_paging_rejected(
         ("not a dict", TypeError),
     ],
 )
+@ours_only("InMemoryStore stores any Python object")
 def test_bad_values_raise_and_write_nothing(
     make_store: StoreFactory, backend: str, value: Any, exc: type
 ) -> None:
-    ours_only(backend, "InMemoryStore stores any Python object")
     store = make_store()
     store.put(("v",), "keep", {"ok": True})
     with pytest.raises(exc):
@@ -490,10 +483,10 @@ def test_vector_search_ranks_by_similarity(make_store: StoreFactory) -> None:
     assert {r.key for r in results} == {"pizza", "cats", "code"}
 
 
+@ours_only("InMemoryStore re-embeds on every put")
 def test_query_uses_embed_query_and_unchanged_text_is_not_reembedded(
     make_store: StoreFactory, backend: str
 ) -> None:
-    ours_only(backend, "InMemoryStore re-embeds on every put")
     emb = CountingEmbeddings()
     store = make_store(index={"dims": DIMS, "embed": emb, "fields": ["text", "title"]})
     store.put(("d",), "k", {"text": "alpha beta", "title": "first"})
@@ -504,8 +497,8 @@ def test_query_uses_embed_query_and_unchanged_text_is_not_reembedded(
     assert emb.queries == ["alpha"]
 
 
+@ours_only("InMemoryStore keeps stale vectors (langgraph#8214)")
 def test_update_replaces_vectors(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore keeps stale vectors (langgraph#8214)")
     store = make_store(index=hash_index(fields=["text"]))
     store.put(("d",), "k", {"text": "zebra stripes savanna"})
     store.put(("d",), "filler", {"text": "unrelated words here"})
@@ -537,8 +530,8 @@ def test_array_fields_and_per_put_index(make_store: StoreFactory, backend: str) 
 
 
 @pytest.mark.parametrize("distance", ["cosine", "l2", "inner_product"])
+@ours_only("InMemoryStore only scores cosine")
 def test_scores_per_distance(make_store: StoreFactory, backend: str, distance: str) -> None:
-    ours_only(backend, "InMemoryStore only scores cosine")
     store = make_store(index=hash_index(fields=["text"], distance_type=distance))
     emb = HashEmbeddings(DIMS)
     store.put(("s",), "a", {"text": "red apple"})
@@ -555,8 +548,8 @@ def test_scores_per_distance(make_store: StoreFactory, backend: str, distance: s
     assert results["b"] == pytest.approx(expected(b), abs=1e-4)
 
 
+@ours_only("reference semantics")
 def test_vector_paging_is_complete(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "reference semantics")
     store = make_store(index=hash_index(fields=["text"]))
     store.batch(
         [
@@ -593,10 +586,10 @@ def test_selective_filter_still_fills_limit(make_store: StoreFactory, backend: s
     assert len(store.search(("s", "tiny"), query="common words", limit=10)) == 4
 
 
+@ours_only("InMemoryStore does not check dimensions")
 def test_wrong_embedding_dimension_raises_and_writes_nothing(
     make_store: StoreFactory, backend: str
 ) -> None:
-    ours_only(backend, "InMemoryStore does not check dimensions")
     store = make_store(index={"dims": DIMS, "embed": HashEmbeddings(DIMS + 3), "fields": ["text"]})
     with pytest.raises(ValueError):
         store.put(("d",), "k", {"text": "hello"})
@@ -615,6 +608,7 @@ def test_search_without_index_or_with_empty_query(make_store: StoreFactory) -> N
 # ----------------------------------------------------------------------------- TTL
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_expired_items_are_never_returned(make_store: StoreFactory) -> None:
     store = make_store(ttl={"default_ttl": 0.02, "refresh_on_read": False})
     store.put(("t", "x"), "short", {"v": 1})
@@ -628,6 +622,7 @@ def test_expired_items_are_never_returned(make_store: StoreFactory) -> None:
     assert store.list_namespaces() == [("t", "y")]
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_refresh_on_read_uses_items_own_ttl(make_store: StoreFactory) -> None:
     store = make_store(ttl={"default_ttl": 10, "refresh_on_read": True})
     store.put(("t",), "k", {"v": 1}, ttl=0.03)  # 1.8 s
@@ -639,6 +634,7 @@ def test_refresh_on_read_uses_items_own_ttl(make_store: StoreFactory) -> None:
     assert store.get(("t",), "k", refresh_ttl=False) is None
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_put_over_expired_item_is_a_create(make_store: StoreFactory) -> None:
     store = make_store(ttl={"default_ttl": 10})
     store.put(("t",), "k", {"v": 1}, ttl=0.01)
@@ -649,6 +645,7 @@ def test_put_over_expired_item_is_a_create(make_store: StoreFactory) -> None:
     assert first is not None and second is not None and second.created_at > first.created_at
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_bad_ttl_rejected(make_store: StoreFactory) -> None:
     store = make_store(ttl={"default_ttl": 10})
     for bad in (-1, 0, float("nan")):
@@ -657,11 +654,15 @@ def test_bad_ttl_rejected(make_store: StoreFactory) -> None:
     assert store.get(("t",), "k") is None
 
 
-def test_sweeper_starts_and_stops(make_store: StoreFactory) -> None:
+@ours_only("InMemoryStore has no TTL")
+def test_sweeper_starts_and_stops(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="langmem_adapters")
     store: Any = make_store(ttl={"default_ttl": 0.01, "sweep_interval_minutes": 0.01})
     store.put(("t",), "k", {"v": 1})
     store.start_ttl_sweeper()
-    time.sleep(2.0)
+    wait_until(lambda: "TTL sweep removed 1 items" in caplog.text, what="a sweep removing it")
     assert store.stop_ttl_sweeper(timeout=5)
     assert store.get(("t",), "k") is None
 
@@ -669,8 +670,8 @@ def test_sweeper_starts_and_stops(make_store: StoreFactory) -> None:
 # ----------------------------------------------------------------------------- atomic create
 
 
+@ours_only("InMemoryStore has no put_if_absent")
 def test_put_if_absent_single_winner(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore has no put_if_absent")
     store: Any = make_store()
     wins: list[int] = []
     barrier = threading.Barrier(8)
@@ -690,6 +691,7 @@ def test_put_if_absent_single_winner(make_store: StoreFactory, backend: str) -> 
     assert store.put_if_absent(("race",), "k", {"winner": -1}) is False
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_put_if_absent_treats_expired_as_absent(make_store: StoreFactory) -> None:
     store: Any = make_store(ttl={"default_ttl": 10})
     assert store.put_if_absent(("t",), "k", {"v": 1}, ttl=0.01)

@@ -15,7 +15,7 @@ import pytest
 from langgraph.store.base import BaseStore, PutOp, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
 
 QUERY = "volcano eruption lava"
 
@@ -31,12 +31,6 @@ ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any], bool]] = [
 ]
 SCORED = ["s0", "s1", "s2"]
 UNSCORED = ["empty", "notext", "off"]  # under ("u",), newest first
-
-
-def ours_only(backend: str, why: str) -> None:
-    """Skip on langgraph's InMemoryStore where its semantics differ from ours."""
-    if backend == "memory":
-        pytest.skip(f"InMemoryStore differs: {why}")
 
 
 def index(**extra: Any) -> dict[str, Any]:
@@ -110,8 +104,8 @@ def test_unscored_items_follow_scored_ones(
     assert len(everything) == len(ITEMS) and everything[-1].score is None
 
 
+@ours_only("InMemoryStore ignores offset for the unscored part")
 def test_offsets_cross_the_scored_unscored_boundary(make_store: StoreFactory, backend: str) -> None:
-    ours_only(backend, "InMemoryStore ignores offset for the unscored part")
     store = make_store(index=index())
     fill(store)
     full = store.search(("u",), query=QUERY, limit=100)
@@ -150,6 +144,7 @@ def test_a_batch_searching_and_writing_sees_the_state_before_it(make_store: Stor
     assert "late" in keys(store.search(("u",), query=QUERY, limit=10))
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_expired_unscored_items_are_not_returned(make_store: StoreFactory) -> None:
     store = make_store(index=index(), ttl={"default_ttl": 10, "refresh_on_read": False})
     store.put(("t",), "scored", {"text": "volcano"})
@@ -161,6 +156,7 @@ def test_expired_unscored_items_are_not_returned(make_store: StoreFactory) -> No
     assert keys(store.search(("t",), query=QUERY, offset=1)) == ["lasting"]
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_a_query_search_refreshes_unscored_items(make_store: StoreFactory) -> None:
     store = make_store(index=index(), ttl={"default_ttl": 10, "refresh_on_read": True})
     store.put(("t",), "brief", {"kind": "x"}, ttl=0.02)  # 1.2 s
@@ -184,10 +180,10 @@ async def test_async_unscored_items_follow_scored_ones(
     assert keys(hits[:2]) == ["s0", "s2"] and sorted(keys(hits[2:])) == ["empty", "off"]
 
 
+@ours_only("InMemoryStore ignores offset for the unscored part")
 async def test_async_offsets_cross_the_boundary(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    ours_only(backend, "InMemoryStore ignores offset for the unscored part")
     store = await make_astore(index=index())
     await afill(store)
     full = await store.asearch(("u",), query=QUERY, limit=100)
@@ -196,6 +192,7 @@ async def test_async_offsets_cross_the_boundary(
     assert keys(await store.asearch(("u",), query=QUERY, limit=2, offset=4)) == UNSCORED[1:]
 
 
+@ours_only("InMemoryStore has no TTL")
 async def test_async_expired_unscored_items_are_not_returned(
     make_astore: AsyncStoreFactory,
 ) -> None:

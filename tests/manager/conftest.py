@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langgraph.store.base import BaseStore
 
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import time
-from datetime import datetime, timezone
 from typing import Any
 
 from langgraph.store.base import BaseStore
 
 from langmem_adapters.manager import ManagerResult, MemoryManager
-
-UTC = timezone.utc
 
 
 async def run(target: Any, method: str, *args: Any, use_async: bool, **kwargs: Any) -> Any:
@@ -35,11 +31,3 @@ async def everything(store: BaseStore, use_async: bool) -> list[tuple[tuple[str,
 
     items = await run(store, "search", (), use_async=use_async, limit=100_000)
     return sorted((tuple(i.namespace), i.key, json.dumps(i.value, sort_keys=True)) for i in items)
-
-
-def tick() -> datetime:
-    """A timestamp strictly between what came before and what comes after."""
-    time.sleep(0.02)
-    when = datetime.now(UTC)
-    time.sleep(0.02)
-    return when

@@ -13,16 +13,16 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.store.base import BaseStore
 from pydantic import Field
 
+from langmem_adapters.demo import ScriptedMemoryModel
+from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.manager import (
-    InvalidArgumentError,
     MemoryManager,
     ReflectionExecutor,
-    ScriptedMemoryModel,
     create_memory_store_manager,
 )
 from langmem_adapters.memory import SemanticMemory
-from tests.conftest import StoreFactory, hash_index
 from tests.manager.helpers import run
+from tests.stores import StoreFactory, hash_index
 
 try:
     from langmem import create_memory_store_manager as langmem_store_manager

@@ -15,19 +15,18 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langmem_adapters.manager import (
-    SYSTEM_PROMPT,
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
-    MemoryManager,
     NamespaceTemplateError,
-    ScriptedMemoryModel,
-    build_prompt,
-    last_user_text,
 )
+from langmem_adapters.manager import SYSTEM_PROMPT, MemoryManager
 from langmem_adapters.manager.messages import to_turns
+from langmem_adapters.manager.prompt import build_prompt
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory
-from tests.manager.helpers import everything, process, run, tick
+from tests.manager.helpers import everything, process, run
+from tests.stores import tick
 
 CONFIG: RunnableConfig = {"configurable": {"user_id": "ada", "thread_id": "t1"}}
 ROOT = ("memories", "ada")

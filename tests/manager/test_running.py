@@ -4,7 +4,6 @@ executors' debounce (100 threads x 5 rapid messages), flush and shutdown, sync a
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
 from typing import Any, TypedDict
 
@@ -14,16 +13,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 
-from langmem_adapters.manager import (
-    AsyncBackgroundManager,
-    BackgroundManager,
-    InvalidArgumentError,
-    MemoryManager,
-    ScriptedMemoryModel,
-    last_user_text,
-)
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.errors import InvalidArgumentError
+from langmem_adapters.manager import AsyncBackgroundManager, BackgroundManager, MemoryManager
 from langmem_adapters.memory import SemanticMemory
 from tests.manager.helpers import run
+from tests.waiting import await_until
 
 
 class Ctx(TypedDict):
@@ -115,12 +110,13 @@ async def test_background_debounce_100_threads(store: BaseStore, use_async: bool
         for t in range(THREADS):
             executor.submit(conversation(t, i), {"configurable": {"thread_id": f"t{t}"}})
         if use_async:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # the rounds come over time (the scheduler runs between)
     assert model.calls == 0
-    deadline = time.monotonic() + 30
-    while len(executor.results) < THREADS and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(2 * DELAY)  # nothing more comes after the debounce
+    await await_until(lambda: len(executor.results) >= THREADS, what="one call per thread")
+    # Nothing more comes after the debounce: nothing is pending, and once what runs has ended
+    # (flush expedites nothing here, it waits for idle) there was one call per thread.
+    assert executor.pending == 0
+    assert await executor.aflush(timeout=30) if use_async else executor.flush(timeout=30)
     check_one_final_extraction_per_thread(model, executor.results)
     assert not executor.errors and executor.pending == 0
     if use_async:
@@ -176,10 +172,10 @@ async def test_async_executor_survives_cancelled_submitters() -> None:
 
     async def submitter() -> None:
         executor.submit(conversation(1, 0), {"configurable": {"thread_id": "a"}})
-        await asyncio.sleep(10)
+        await asyncio.Event().wait()  # the run goes on until it is cancelled
 
     task = asyncio.create_task(submitter())
-    await asyncio.sleep(0.01)
+    await await_until(lambda: executor.pending == 1, what="the submission")
     task.cancel()  # the run that submitted is cancelled: the deferred call still happens
     assert await executor.aflush(timeout=5)
     await executor.ashutdown()
@@ -248,11 +244,12 @@ async def test_history_is_bounded_by_keep_with_counts_of_the_rest(
 EXIT_SCRIPT = """
 import atexit
 from langgraph.store.memory import InMemoryStore
-from langmem_adapters.manager import BackgroundManager, MemoryManager, ScriptedMemoryModel
-from langmem_adapters.manager import last_user_text
+from langmem_adapters.demo import ScriptedMemoryModel, last_user_text
+from langmem_adapters.manager import BackgroundManager, MemoryManager
 
 model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
-atexit.register(lambda: print("extracted", model.calls))  # runs after the executor's exit flush
+# runs after the executor's exit flush (registered first, so run last)
+atexit.register(lambda: print("extracted", model.calls, "succeeded", executor.succeeded))
 manager = MemoryManager(model, namespace=("m", "{thread_id}"), store=InMemoryStore())
 executor = BackgroundManager(manager, delay=60)
 for t in range(5):
@@ -270,4 +267,30 @@ def test_an_exiting_interpreter_flushes_an_open_executor(tmp_path: Any) -> None:
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
     )
-    assert done.stdout.split() == ["pending", "5", "extracted", "5"], done.stderr
+    assert done.stdout.split() == ["pending", "5", "extracted", "5", "succeeded", "5"], done.stderr
+
+
+def test_run_without_pool_runs_blocking_calls_in_the_calling_thread() -> None:
+    """What the exit flush relies on: a sync model's async path (LangChain sends its blocking call
+    to the loop's default executor) runs with no pool thread, and errors come back as raised."""
+    import threading
+
+    from langgraph.store.memory import InMemoryStore
+
+    from langmem_adapters.manager.without_pool import run_without_pool
+
+    async def where() -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, threading.get_ident)
+
+    assert run_without_pool(where()) == threading.get_ident()
+    model = ScriptedMemoryModel(script=lambda d: [{"action": "create", "text": last_user_text(d)}])
+    store = InMemoryStore()
+    manager = MemoryManager(model, namespace=("m",), store=store)
+    result = run_without_pool(manager.ainvoke([{"role": "user", "content": "I like tea"}]))
+    assert [o.status for o in result.outcomes] == ["applied"]
+
+    async def fails() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, int, "not a number")
+
+    with pytest.raises(ValueError, match="not a number"):
+        run_without_pool(fails())

@@ -24,8 +24,9 @@ except ImportError:  # an older mcp 1.x
     streamable_http_client = None  # type: ignore[assignment]
 from mcp.types import CallToolResult
 
-from langmem_adapters.cli.locations import open_store, parse_location
-from langmem_adapters.core.store import SyncStore
+from langmem_adapters.cli.locations import open_store
+from langmem_adapters.core.sync_store import SyncStore
+from langmem_adapters.settings import parse_location
 from tests import servers
 
 MCP_BACKENDS = ["postgres", "redis-qe", "redis-plain"]

@@ -9,7 +9,7 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory, WorkingMemory
-from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.stores import AsyncStoreFactory, StoreFactory
 
 ROOT = ("acme", "user-4")
 NEIGHBOURS = [("acme", "user-42"), ("acme", "user_4"), ("acme", "user-4", "sub")]

@@ -15,12 +15,13 @@ from langgraph.store.base import BaseStore
 
 from benchmarks.wordllama_embeddings import WordLlamaEmbeddings
 from langmem_adapters.core.hybrid import HybridSpec
+from langmem_adapters.demo import ScriptedMemoryModel
 from langmem_adapters.errors import InvalidMemoryQueryError, MemoryTypeError
-from langmem_adapters.manager import MemoryManager, ScriptedMemoryModel
+from langmem_adapters.manager import MemoryManager
 from langmem_adapters.memory import EpisodicMemory, SemanticMemory
 from langmem_adapters.tools import create_memory_tools
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
 from tests.manager.helpers import process
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index
 
 ROOT = ("acme", "u1")
 HYBRID_BACKENDS = ["postgres", "redis-qe", "redis-plain"]

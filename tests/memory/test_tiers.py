@@ -21,23 +21,23 @@ from langgraph.store.memory import InMemoryStore
 from langmem_adapters.errors import (
     ConcurrentWriteError,
     InvalidFilterError,
+    InvalidMemoryQueryError,
+    InvalidMemoryWriteError,
     InvalidValueError,
+    MemoryTypeError,
     NonJSONValueError,
+    RecordNotFoundError,
 )
 from langmem_adapters.memory import (
     Attribution,
     EpisodicMemory,
-    InvalidMemoryQueryError,
-    InvalidMemoryWriteError,
-    MemoryTypeError,
     ProceduralMemory,
-    RecordNotFoundError,
     SemanticMemory,
     WorkingMemory,
     blended_score,
     to_context,
 )
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
 
 UTC = timezone.utc
 ROOT = ("acme", "user-42")
@@ -488,6 +488,7 @@ async def test_working_memory_scoped_to_run_with_ttl_fallback(
         await run.set("bad", 1, ttl=0)
 
 
+@ours_only("InMemoryStore has no TTL")
 def test_working_memory_uses_store_ttl_when_supported(make_store: StoreFactory) -> None:
     store = make_store(ttl={"default_ttl": 5, "refresh_on_read": True})
     assert store.supports_ttl

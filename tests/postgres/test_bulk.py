@@ -26,7 +26,7 @@ from langmem_adapters.postgres.schema import ann_index_name
 from langmem_adapters.postgres.search import Shape, vector_search
 from langmem_adapters.transfer import StoreSource, migrate
 from tests import servers
-from tests.conftest import DIMS
+from tests.stores import DIMS
 
 T0 = datetime(2024, 5, 6, 7, 8, 9, tzinfo=timezone.utc)
 WORDS = [f"w{i}" for i in range(400)]

@@ -15,7 +15,7 @@ from langmem_adapters.core.vectors import text_hash
 from langmem_adapters.errors import InvalidRecordError, InvalidValueError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from tests import servers
-from tests.conftest import DIMS, _reset_postgres, hash_index
+from tests.stores import DIMS, hash_index, reset_postgres
 
 UTC = timezone.utc
 T0 = datetime(2021, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
@@ -35,7 +35,7 @@ def dsn() -> str:
     for prefix in ("langmem", "langmem_copy"):
         with PostgresStore.from_conn_string(dsn, table_prefix=prefix, index=hash_index()) as s:  # type: ignore[arg-type]
             s.setup()
-    _reset_postgres(dsn)
+    reset_postgres(dsn)
     return dsn
 
 

@@ -19,7 +19,7 @@ from langmem_adapters.postgres.connection import Connections, Session
 from langmem_adapters.postgres.lexical import lexical_search, riding
 from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
-from tests.conftest import hash_index
+from tests.stores import hash_index
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.plan import plan, put_if_absent_plan
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.sql import Round
-from tests.conftest import DIMS, hash_index
+from tests.stores import DIMS, hash_index
 
 T = Tables("unit")
 SPEC = IndexSpec.from_config(hash_index(fields=["text"]))

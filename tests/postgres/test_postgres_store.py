@@ -22,7 +22,7 @@ from langmem_adapters.postgres.search import list_statement as _list_statement
 from langmem_adapters.postgres.search import vector_search as _vector_search
 from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
-from tests.conftest import DIMS, _reset_postgres, hash_index
+from tests.stores import DIMS, hash_index, reset_postgres
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def dsn() -> str:
     dsn = servers.postgres_dsn()
     with PostgresStore.from_conn_string(dsn) as store:
         store.setup()
-    _reset_postgres(dsn)
+    reset_postgres(dsn)
     return dsn
 
 

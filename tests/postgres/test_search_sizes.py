@@ -10,7 +10,7 @@ from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.search import EF_SEARCH, Sizes, search_sizes
 from langmem_adapters.postgres.sql import Round
-from tests.conftest import hash_index
+from tests.stores import hash_index
 
 CAP = EF_SEARCH[-1][0]  # the counts stop here
 

@@ -18,7 +18,7 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.errors import InvalidRecordError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-from tests.conftest import hash_index
+from tests.stores import hash_index
 
 UTC = timezone.utc
 CREATED = datetime(2021, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)

@@ -22,7 +22,7 @@ from langmem_adapters.core.refresh import REFRESH_S
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
 from tests import servers
-from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.stores import AsyncStoreFactory, StoreFactory
 
 MODES = ["redis-qe", "redis-plain"]
 IDENTIFIER = "ERR_TLS_CERT_ALTNAME"
@@ -185,6 +185,28 @@ def test_namespace_clause_does_not_reorder_the_lexical_ranking(make_store: Store
     expected = [k for k, _ in _floor([(s, k) for s, k in ranked if int(k[1:]) % 2])]
     got = _keys(store.search(("c", "a"), query="alpha beta", limit=40))
     assert len(got) > 3 and got == expected
+
+
+@pytest.mark.parametrize("backend", ["redis-qe"])
+def test_every_query_word_scores_under_a_prefix(make_store: StoreFactory) -> None:
+    """Query Engine: an item holding several of the query's words scores by all of them under a
+    namespace prefix too (#26: a union of words inside the clause's intersection scored only the
+    first word each item held, and the ranking under the prefix differed from the words' own)."""
+    rnd = random.Random(26)
+    query = ["alpha", "beta", "gamma", "delta", "omega"]
+    filler = [f"f{i}" for i in range(60)]
+    texts = {
+        f"k{i:03d}": " ".join(rnd.sample(query, 1 + i % 4) + rnd.sample(filler, 4 + i % 9))
+        for i in range(120)
+    }
+    store = make_store(index=_index(vector_weight=0, rare_share=1.0))
+    for key, text in texts.items():
+        store.put(("c", "a" if int(key[1:]) % 3 else "b"), key, {"text": text})
+    ranked = _server_ranking(store, query)
+    for prefix, kept in ((("c",), lambda k: True), (("c", "a"), lambda k: int(k[1:]) % 3 > 0)):
+        expected = [k for k, _ in _floor([(s, k) for s, k in ranked if kept(k)])][:20]
+        got = _keys(store.search(prefix, query=" ".join(query), limit=20))
+        assert got == expected, prefix
 
 
 @pytest.mark.parametrize("backend", MODES)

@@ -18,6 +18,7 @@ from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.redis.tokens import token as _token
 from langmem_adapters.redis.tokens import value_tokens as _value_tokens
 from tests import servers
+from tests.waiting import await_until, wait_until
 
 
 def _prefix() -> str:
@@ -148,12 +149,10 @@ def test_setup_rebuilds_a_missing_index_over_stored_items(qe_client: redis.Redis
         qe_client.execute_command("FT.DROPINDEX", store.keys.index(spec))
     again = RedisStore(qe_client, prefix=store.keys.prefix, index=index)  # type: ignore[arg-type]
     again.setup()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not again.search(("t",), filter={"kind": "x"}):
-        time.sleep(0.05)  # the scan runs in the background
+    # The scan runs in the background.
+    wait_until(lambda: again.search(("t",), filter={"kind": "x"}), what="the rebuilt index")
     assert [i.key for i in again.search(("t",), filter={"kind": "x"})] == ["k"]
-    while time.monotonic() < deadline and not again.search(("t",), query="alpha"):
-        time.sleep(0.05)
+    wait_until(lambda: again.search(("t",), query="alpha"), what="the rebuilt vector index")
     assert [i.key for i in again.search(("t",), query="alpha")] == ["k"]
 
 
@@ -333,7 +332,6 @@ async def test_async_store_matches_sync(qe_client: redis.Redis) -> None:
 
 
 def test_store_made_from_a_url_closes_its_client() -> None:
-    import time
 
     import redis
 
@@ -351,10 +349,7 @@ def test_store_made_from_a_url_closes_its_client() -> None:
     assert ours() >= 1
     store.close()
     # The server notices a closed socket on its next event loop turn.
-    deadline = time.monotonic() + 5
-    while ours() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert ours() == 0
+    wait_until(lambda: ours() == 0, timeout=5, what="the server dropping our connections")
     admin.close()
 
 
@@ -432,10 +427,8 @@ async def test_async_store_from_a_url_is_a_context_manager_and_queues_many_tasks
         items = await store.asearch(("many",), limit=200)
         assert sorted(item.value["i"] for item in items) == list(range(150))
         assert 1 <= ours() <= 64
-    deadline = time.monotonic() + 5  # the server notices closed sockets on its next loop turn
-    while ours() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    assert ours() == 0
+    # The server notices closed sockets on its next loop turn.
+    await await_until(lambda: ours() == 0, timeout=5, what="the server dropping our connections")
     admin.close()
 
 

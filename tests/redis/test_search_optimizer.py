@@ -16,12 +16,13 @@ import pytest
 import redis
 from langgraph.store.base import PutOp
 
-from langmem_adapters.core.vectors import SearchStats
 from langmem_adapters.redis import RedisStore
 from langmem_adapters.redis import search as search_module
 from langmem_adapters.redis.schema import SORTED_FIELD, index_command
 from langmem_adapters.redis.search import read_items_info
+from langmem_adapters.redis.stats import RedisStats
 from tests import servers
+from tests.waiting import wait_until
 
 KINDS = ("fact", "note", "task", "pref")
 
@@ -218,7 +219,7 @@ def test_items_index_size_counts_only_a_built_index_with_o(client: redis.Redis) 
     store.batch([PutOp(("a",), f"k{i}", {"i": i}) for i in range(30)])
     for protocol in (2, 3):
         c = redis.Redis.from_url(servers.redis_url(modules=True), protocol=protocol)
-        stats = SearchStats()
+        stats = RedisStats()
         read_items_info(stats, c.execute_command("FT.INFO", store.keys.index(None)))
         assert stats.items.count == 30
         old = f"old{uuid.uuid4().hex[:8]}"
@@ -257,7 +258,7 @@ def test_setup_adds_o_to_an_index_made_before_it(
     again = _store(client, prefix)
     _wait_built(client, index)
     info = client.execute_command("FT.INFO", index)
-    stats = SearchStats()
+    stats = RedisStats()
     read_items_info(stats, info)
     assert stats.items.count == 600
     _shortcuts(monkeypatch, True)
@@ -266,14 +267,13 @@ def test_setup_adds_o_to_an_index_made_before_it(
 
 
 def _wait_built(client: redis.Redis, index: str) -> None:
-    for _ in range(200):
+    def built() -> bool:
         info = client.execute_command("FT.INFO", index)
         if isinstance(info, list):
             info = dict(zip(info[::2], info[1::2]))
-        if not int(info.get(b"indexing", info.get("indexing", 0))):
-            return
-        time.sleep(0.02)
-    raise AssertionError("index still scanning")
+        return not int(info.get(b"indexing", info.get("indexing", 0)))
+
+    wait_until(built, timeout=10, what="the index scan")
 
 
 def test_a_guess_left_short_by_deletes_is_not_kept(

@@ -26,7 +26,10 @@ from langmem_adapters import (
     RedisStore,
 )
 from langmem_adapters.core.identity import PROBES
-from tests.conftest import DIMS, AsyncStoreFactory, StoreFactory
+from tests.stores import DIMS, AsyncStoreFactory, StoreFactory, ours_only
+from tests.waiting import wait_until
+
+pytestmark = ours_only("InMemoryStore has no embedding identity or reindex")
 
 QUERY = "topic 5 number"
 
@@ -57,11 +60,6 @@ def _index(embed: Embeddings, dims: int = DIMS) -> dict[str, Any]:
     return {"dims": dims, "embed": embed, "fields": ["text"]}
 
 
-def _ours(backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no embedding identity or reindex")
-
-
 def _reopen(store: Any, index: dict[str, Any]) -> Any:
     """Another store instance on the same data (connection and prefix), with ``index``."""
     if isinstance(store, (PostgresStore, AsyncPostgresStore)):
@@ -89,7 +87,6 @@ def _answer(store: BaseStore) -> tuple[tuple[str, float], ...]:
 def test_other_embedder_fails_before_writing_or_searching(
     make_store: StoreFactory, backend: str, dims: int
 ) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 10)
     other = _reopen(store, _index(Salted(dims), dims))
@@ -108,7 +105,6 @@ def test_other_embedder_fails_before_writing_or_searching(
 def test_reindex_moves_the_store_while_searches_keep_answering(
     make_store: StoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 500)
     stale = _reopen(store, _index(HashEmbeddings(DIMS)))
@@ -125,15 +121,15 @@ def test_reindex_moves_the_store_while_searches_keep_answering(
     searcher.start()
     progress: list[tuple[int, int]] = []
     try:
-        while len(seen) < 3:
-            time.sleep(0.01)
+        wait_until(lambda: len(seen) >= 3, what="searches before the reindex")
         assert (
             store.reindex(
                 Salted(DIMS), page_size=100, progress=lambda d, t: progress.append((d, t))
             )
             == 500
         )
-        time.sleep(0.1)
+        after = len(seen) + 1  # the search running as the reindex returned may be on either side
+        wait_until(lambda: len(seen) >= after + 3, what="searches after the reindex")
     finally:
         stop.set()
         searcher.join()
@@ -155,7 +151,6 @@ def test_reindex_moves_the_store_while_searches_keep_answering(
 def test_reindex_to_another_size_and_after_a_mismatch(
     make_store: StoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 50)
     other = _reopen(store, _index(HashEmbeddings(32), 32))
@@ -177,7 +172,6 @@ def test_reindex_to_another_size_and_after_a_mismatch(
 
 
 def test_reindex_resumes_and_embeds_each_text_once(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 500)
     counting = Counting(Salted(DIMS))
@@ -207,7 +201,6 @@ def test_reindex_resumes_and_embeds_each_text_once(make_store: StoreFactory, bac
 def test_reindex_items_without_text_with_ttl_and_expired(
     make_store: StoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)), ttl={"default_ttl": None})
     store.put(("docs",), "plain", {"other": 1})
     store.put(("docs",), "lasting", {"text": "a lasting item on topic 5"}, ttl=60)
@@ -231,7 +224,6 @@ def test_reindex_items_without_text_with_ttl_and_expired(
 async def test_areindex_with_a_concurrent_searcher(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store: Any = await make_astore(index=_index(HashEmbeddings(DIMS)))
     for start in range(0, 300, 100):
         await store.abatch(
@@ -273,7 +265,6 @@ async def test_areindex_with_a_concurrent_searcher(
 
 @pytest.mark.slow
 def test_reindex_10k_items(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 10_000)
     old = _answer(store)
@@ -283,7 +274,6 @@ def test_reindex_10k_items(make_store: StoreFactory, backend: str) -> None:
 
 
 def test_writes_during_a_reindex_are_caught_up(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 300)
 
@@ -310,7 +300,6 @@ def test_writes_during_a_reindex_are_caught_up(make_store: StoreFactory, backend
 def test_a_stale_store_fails_at_its_next_identity_refresh(
     make_store: StoreFactory, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _ours(backend)
     store: Any = make_store(index=_index(HashEmbeddings(DIMS)))
     _fill(store, 20)
     stale = _reopen(store, _index(HashEmbeddings(DIMS)))

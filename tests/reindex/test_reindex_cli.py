@@ -9,8 +9,8 @@ import pytest
 
 from langmem_adapters import EmbeddingMismatchError
 from langmem_adapters.cli import main
-from langmem_adapters.cli.locations import open_store, parse_location
-from langmem_adapters.cli.options import parse_embed
+from langmem_adapters.cli.locations import open_store
+from langmem_adapters.settings import parse_embed, parse_location
 from tests import servers
 
 

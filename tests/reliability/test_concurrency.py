@@ -8,19 +8,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from langgraph.store.base import BaseStore, PutOp
 
 from langmem_adapters.errors import ConcurrentWriteError
 from langmem_adapters.memory import ProceduralMemory
-from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.stores import AsyncStoreFactory, StoreFactory, ours_only
+
+pytestmark = ours_only("concurrency guarantees of our stores (put_if_absent, ...)")
 
 WORKERS = 16
-
-
-def _ours(backend: str) -> None:
-    if backend == "memory":
-        pytest.skip("concurrency guarantees of our stores")
 
 
 def _in_threads(target: Callable[[int], None]) -> None:
@@ -71,7 +67,6 @@ def _final_ok(store: BaseStore, plan: dict[int, list[list[str]]]) -> None:
 
 
 def test_threads_last_writer_wins_without_deadlock(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store = make_store()
     plan = _plan(1)
     _in_threads(
@@ -86,7 +81,6 @@ def test_threads_last_writer_wins_without_deadlock(make_store: StoreFactory, bac
 async def test_tasks_last_writer_wins_without_deadlock(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store = await make_astore()
     plan = _plan(2)
 
@@ -103,7 +97,6 @@ async def test_tasks_last_writer_wins_without_deadlock(
 
 
 def test_threads_put_if_absent_one_winner_per_key(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     store: Any = make_store()
     wins: dict[str, list[int]] = {f"k{i}": [] for i in range(10)}
     lock = threading.Lock()
@@ -123,7 +116,6 @@ def test_threads_put_if_absent_one_winner_per_key(make_store: StoreFactory, back
 async def test_tasks_put_if_absent_one_winner_per_key(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store: Any = await make_astore()
     results = await asyncio.gather(
         *(
@@ -136,7 +128,6 @@ async def test_tasks_put_if_absent_one_winner_per_key(
 
 
 def test_threads_procedural_versions_one_winner(make_store: StoreFactory, backend: str) -> None:
-    _ours(backend)
     skills = ProceduralMemory(make_store(), namespace=("acme", "agent"))
     skills.publish("triage", "v1 body")
     outcomes: list[str] = []
@@ -159,7 +150,6 @@ def test_threads_procedural_versions_one_winner(make_store: StoreFactory, backen
 def test_threads_list_namespaces_consistent_with_items(
     make_store: StoreFactory, backend: str
 ) -> None:
-    _ours(backend)
     store = make_store()
 
     def work(w: int) -> None:

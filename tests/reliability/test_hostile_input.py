@@ -26,7 +26,16 @@ from langmem_adapters.errors import (
     InvalidValueError,
     LangmemAdaptersError,
 )
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.reliability.hostile import (
+    HUGE,
+    SENTINEL,
+    indexed_astore,
+    populated_store,
+    store_state,
+)
+from tests.stores import AsyncStoreFactory, StoreFactory, ours_only
+
+pytestmark = ours_only("InMemoryStore accepts any Python object and has no iter_items")
 
 INJECTIONS = [
     "'; DROP TABLE langmem_store; --",
@@ -104,7 +113,6 @@ filters = st.dictionaries(
 )
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-SENTINEL = ("victim", "tenant")
 
 
 def _refused(exc: BaseException) -> None:
@@ -129,21 +137,14 @@ def _nest(depth: int) -> dict[str, Any]:
     return value
 
 
-def store_state(store: BaseStore) -> list[tuple[Any, ...]]:
-    """Every item of the store, to compare before and after a refused request."""
-    return sorted((i.namespace, i.key, repr(i.value)) for i in store.search((), limit=100_000))
-
-
-def _prepare(make_store: StoreFactory, backend: str) -> BaseStore:
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
+def _prepare(make_store: StoreFactory) -> BaseStore:
     store = make_store()
     store.put(SENTINEL, "secret", {"a": 1, "b": "x", "text": "secret"})
     return store
 
 
 def test_hostile_puts(make_store: StoreFactory, backend: str) -> None:
-    store = _prepare(make_store, backend)
+    store = _prepare(make_store)
 
     @FUZZ
     @given(st.lists(any_label, min_size=1, max_size=3), keys, hostile_values)
@@ -166,7 +167,7 @@ def test_hostile_puts(make_store: StoreFactory, backend: str) -> None:
 
 
 def test_hostile_filters_and_namespaces_in_search(make_store: StoreFactory, backend: str) -> None:
-    store = _prepare(make_store, backend)
+    store = _prepare(make_store)
     store.put(("fuzz", "a"), "k", {"a": 1, "b": "x"})
 
     counts = st.one_of(st.integers(-2, 20), st.sampled_from(HUGE))
@@ -188,7 +189,7 @@ def test_hostile_filters_and_namespaces_in_search(make_store: StoreFactory, back
 
 
 def test_hostile_list_namespaces(make_store: StoreFactory, backend: str) -> None:
-    store = _prepare(make_store, backend)
+    store = _prepare(make_store)
     store.put(("fuzz", "a", "b"), "k", {"v": 1})
 
     @FUZZ
@@ -211,7 +212,7 @@ def test_hostile_list_namespaces(make_store: StoreFactory, backend: str) -> None
 
 
 def test_deep_and_huge_values(make_store: StoreFactory, backend: str) -> None:
-    store = _prepare(make_store, backend)
+    store = _prepare(make_store)
     store.put(("fuzz",), "deep", _nest(200))
     assert store.get(("fuzz",), "deep").value == _nest(200)  # type: ignore[union-attr]
     with refused("nested"):
@@ -229,7 +230,7 @@ def test_numbers_beyond_64_bits_and_float_extremes_round_trip(
     make_store: StoreFactory, backend: str
 ) -> None:
     """The fast JSON reader declines these; the store must still read them back exactly."""
-    store = _prepare(make_store, backend)
+    store = _prepare(make_store)
     value = {
         "big": 2**70,
         "neg": -(2**65),
@@ -252,7 +253,7 @@ def test_lone_surrogates_in_keys_and_labels_are_refused(
     make_store: StoreFactory, backend: str
 ) -> None:
     """No backend can store them (not valid UTF-8): a clear ValueError, and nothing written."""
-    store = _prepare(make_store, backend)
+    store = _prepare(make_store)
     with refused("surrogate"):
         store.put(("fuzz",), "bad\ud800key", {"v": 1})
     with refused("surrogate"):
@@ -277,7 +278,7 @@ async def test_convenience_methods_raise_our_namespace_error(
 ) -> None:
     """langgraph checks labels in ``get``/``search``/``put``/... before the store sees them; the
     refusal is still this package's error (``except LangmemAdaptersError`` catches it)."""
-    store, astore = _prepare(make_store, backend), await make_astore()
+    store, astore = _prepare(make_store), await make_astore()
     for ns in BAD_LABELS:
         for method, args in CONVENIENCE:
             a, kw = args(ns)
@@ -288,45 +289,6 @@ async def test_convenience_methods_raise_our_namespace_error(
             with pytest.raises(LangGraphNamespaceError) as info:  # ours subclasses langgraph's
                 await getattr(astore, "a" + method)(*a, **kw)
             assert isinstance(info.value, InvalidNamespaceError)
-
-
-# Beyond a PostgreSQL bigint, beyond 64 bits, beyond the Query Engine's 1,000,000-row window.
-HUGE = [1_000_001, 2_000_000, 2**31, 2**40, 2**40 + 1, 2**63 - 1, 2**63, 2**64, 10**30]
-
-
-def populated_store(make_store: StoreFactory, backend: str) -> BaseStore:
-    """Twelve items in two namespaces under ``("fuzz",)`` (and the sentinel), with a vector index."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no iter_items and accepts any Python object")
-    store = make_store(index=hash_index(fields=["text"]))
-    fill(store.batch)
-    return store
-
-
-async def indexed_astore(
-    make_astore: AsyncStoreFactory, backend: str, hybrid: bool = False
-) -> BaseStore:
-    """An empty async store of the backend with a vector index on ``text`` (and hybrid search);
-    InMemoryStore is skipped: it accepts any Python object and has no ``aiter_items``."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
-    return await make_astore(index=hash_index(fields=["text"], hybrid=hybrid))
-
-
-def fill(batch: Any) -> Any:
-    """Put the sentinel and twelve items under ``("fuzz",)`` through ``batch`` (or ``abatch``)."""
-    return batch(
-        [PutOp(SENTINEL, "secret", {"text": "secret", "kind": "fact"})]
-        + [
-            PutOp(
-                ("fuzz", ns),
-                f"k{i}",
-                {"text": f"note {i} about {ns}", "kind": "fact" if i % 2 else "x"},
-            )
-            for ns in ("a", "b")
-            for i in range(6)
-        ]
-    )
 
 
 # --------------------------------------------------------------------------- deep and unstorable filters
@@ -360,7 +322,7 @@ def test_deep_and_unstorable_filters_raise_our_error(
 ) -> None:
     """Any depth raises InvalidFilterError (not RecursionError), and so do lone surrogates anywhere
     (a driver error on PostgreSQL before); the deepest storable value is served on every store."""
-    store = populated_store(make_store, backend)
+    store = populated_store(make_store)
     store.put(("fuzz", "deep"), "d", {"x": DEEPEST, "text": "deep"})
     assert store.get(("fuzz", "deep"), "d").value == {"x": DEEPEST, "text": "deep"}  # type: ignore[union-attr]
     before = store_state(store)
@@ -387,7 +349,7 @@ def test_deep_and_unstorable_filters_raise_our_error(
 async def test_deep_and_unstorable_filters_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await store.aput(("fuzz",), "d", {"x": DEEPEST, "text": "deep"})
     operand = _nest(499) | {"f": [1, "t"]}
     assert [h.key for h in await store.asearch(("fuzz",), query="d", filter={"x": operand})] == [

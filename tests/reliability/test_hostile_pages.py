@@ -21,14 +21,16 @@ from langmem_adapters.errors import (
     InvalidRecordError,
     InvalidValueError,
 )
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
-from tests.reliability.test_hostile_input import (
+from tests.reliability.hostile import (
     HUGE,
     fill,
     indexed_astore,
     populated_store,
     store_state,
 )
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+
+pytestmark = ours_only("InMemoryStore accepts any page, TTL or id size and has no iter_items")
 
 BAD_COUNTS: list[tuple[Any, type[Exception]]] = [
     (-1, InvalidArgumentError),
@@ -65,7 +67,7 @@ def _keys(result: Any) -> Any:
 def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
     make_store: StoreFactory, backend: str
 ) -> None:
-    store = populated_store(make_store, backend)
+    store = populated_store(make_store)
     before = store_state(store)
     expected = [_keys(getattr(store, m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
     assert all(expected) and len(expected[0]) == 12
@@ -87,7 +89,7 @@ def test_huge_limits_serve_every_match_and_huge_offsets_an_empty_page(
 
 
 async def test_huge_limits_and_offsets_async(make_astore: AsyncStoreFactory, backend: str) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await fill(store.abatch)
     expected = [_keys(await getattr(store, "a" + m)(*a, **kw)) for m, a, kw in _page_calls(1000)]
     everything = [(i.namespace, i.key) async for i in store.aiter_items(("fuzz",))]  # type: ignore[attr-defined]
@@ -117,7 +119,7 @@ def _bad_count_calls(bad: Any) -> list[tuple[str, Call]]:
 def test_bad_counts_raise_our_errors_naming_the_argument(
     make_store: StoreFactory, backend: str
 ) -> None:
-    store = populated_store(make_store, backend)
+    store = populated_store(make_store)
     before = store_state(store)
     cases: list[tuple[Any, type[Exception]]] = [
         *BAD_COUNTS,
@@ -145,7 +147,7 @@ def test_bad_counts_raise_our_errors_naming_the_argument(
 async def test_bad_counts_raise_our_errors_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await fill(store.abatch)
     for bad, error in BAD_COUNTS:
         for name, (method, args, kw) in _bad_count_calls(bad):
@@ -165,8 +167,6 @@ def test_ttls_beyond_every_backend_raise_our_error(
 ) -> None:
     """A TTL whose expiry a backend cannot compute (PostgreSQL's interval, Redis' milliseconds)
     is refused before any I/O, on puts, TTL configs and restored records alike."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no TTL")
     store = make_store(ttl={"default_ttl": 60})
     store.put(("fuzz",), "k", {"v": 1}, ttl=MAX_TTL_MINUTES)  # the longest is served
     before = store_state(store)
@@ -189,8 +189,6 @@ def test_item_ids_beyond_the_index_bound_raise_our_error(
     """A namespace and key of more than MAX_ID_BYTES together (PostgreSQL's btree index bound, where
     a random 2,700-byte key was a driver error) are refused on every backend; up to it they are
     stored, and deleting or reading a longer one is simply nothing."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no such bound")
     store = make_store(index=hash_index(fields=["text"]))
     rng = random.Random(7)
     longest = "".join(rng.choice("abcdefghijklmnopqrstuvwxyzüé🙂") for _ in range(700))
@@ -220,8 +218,6 @@ def test_a_sweep_interval_beyond_a_thread_wait_is_served(
 ) -> None:
     """A sweeper interval of centuries waits at most ``threading.TIMEOUT_MAX`` (a longer wait made
     the sweeper thread die with OverflowError); stopping it still works at once."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no TTL")
     store = make_store(ttl={"default_ttl": 60, "sweep_interval_minutes": 1e300})
     errors: list[Any] = []
     hook, threading.excepthook = threading.excepthook, errors.append

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 
 from langmem_adapters import LangmemAdaptersError
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
-from tests.reliability.test_hostile_input import indexed_astore
+from tests.reliability.hostile import indexed_astore
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
+
+pytestmark = ours_only("InMemoryStore has no hybrid search and accepts any Python object")
 
 HOSTILE = [
     "",
@@ -102,8 +104,6 @@ def _refused(exc: Exception, text: str) -> None:
 
 @pytest.fixture
 def hybrid_store(make_store: StoreFactory, backend: str) -> BaseStore:
-    if backend == "memory":
-        pytest.skip("InMemoryStore has no hybrid search")
     store = make_store(index=hash_index(fields=["text"], hybrid=True))
     assert store.index_spec.hybrid is not None  # type: ignore[attr-defined]  # the lexical side runs
     store.batch(_fill(NAMESPACES))
@@ -174,7 +174,7 @@ def test_generated_query_text(hybrid_store: BaseStore) -> None:
 
 
 async def test_hostile_query_text_async(make_astore: AsyncStoreFactory, backend: str) -> None:
-    store = await indexed_astore(make_astore, backend, hybrid=True)
+    store = await indexed_astore(make_astore, hybrid=True)
     await store.abatch(_fill(NAMESPACES))
     for text in HOSTILE:
         for prefix, flt, limit, offset in CASES[:3]:

@@ -13,10 +13,11 @@ import pytest
 from langgraph.store.base import BaseStore, GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from langmem_adapters import LangmemAdaptersError
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
-from tests.reliability.test_hostile_input import indexed_astore
+from tests.reliability.hostile import SENTINEL, indexed_astore
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, ours_only
 
-SENTINEL = ("victim", "tenant")
+pytestmark = ours_only("InMemoryStore accepts any Python object and has no iter_items")
+
 SECRET = {"text": "secret note 7", "kind": "fact", "n": 7}
 
 
@@ -185,8 +186,6 @@ def hostile_store(
     make_store: StoreFactory, backend: str, request: pytest.FixtureRequest
 ) -> BaseStore:
     """An indexed store of the backend (with hybrid search, or vector only), holding the sentinel."""
-    if backend == "memory":
-        pytest.skip("InMemoryStore accepts any Python object")
     store = make_store(index=hash_index(fields=["text"], hybrid=request.param))
     store.put(SENTINEL, "secret", SECRET)
     return store
@@ -214,7 +213,7 @@ def test_generated_hostile_operations(hostile_store: BaseStore, backend: str) ->
 async def test_generated_hostile_operations_async(
     make_astore: AsyncStoreFactory, backend: str
 ) -> None:
-    store = await indexed_astore(make_astore, backend)
+    store = await indexed_astore(make_astore)
     await store.aput(SENTINEL, "secret", SECRET)
     outside = _outside(await store.asearch((), limit=10**6))
     sweep = Sweep(160 + len(backend))

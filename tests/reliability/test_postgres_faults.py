@@ -19,6 +19,7 @@ from langgraph.store.base import PutOp
 
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
+from tests.waiting import await_until, wait_until
 
 BATCH = 5
 
@@ -106,7 +107,7 @@ def test_sync_store_survives_restart(server: Server, pooled: bool) -> None:
         threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
-        time.sleep(0.5)
+        wait_until(lambda: len(acked) >= 20, what="writes acknowledged before the restart")
         server.restart()
         before = len(acked)
         restarted.set()
@@ -140,7 +141,9 @@ async def test_async_store_survives_restart(server: Server, pooled: bool) -> Non
                     await asyncio.sleep(0.05)
 
         async def fault() -> None:
-            await asyncio.sleep(0.5)
+            await await_until(
+                lambda: len(acked) >= 20, what="writes acknowledged before the restart"
+            )
             await asyncio.to_thread(server.restart)
             state["before"] = len(acked)
             state["restarted"] = True
@@ -179,12 +182,15 @@ def test_password_auth_and_credentials_never_leak(
     socket_dir = server.dsn.split("host=")[1]
     good = f"postgresql://memuser:{secret}@/postgres?host={socket_dir}"
     bad = f"postgresql://memuser:wrong-{secret}@/postgres?host={socket_dir}"
-    for _ in range(100):  # the reload is asynchronous: wait until the new rule is in force
+
+    def refused() -> bool:
         try:
             psycopg.connect(bad).close()
         except psycopg.OperationalError:
-            break
-        time.sleep(0.05)
+            return True
+        return False
+
+    wait_until(refused, what="the new rule in force (the reload is asynchronous)")
     caplog.set_level("DEBUG")
     with PostgresStore.from_conn_string(good, pool_config={"max_size": 2}) as store:
         store.setup()

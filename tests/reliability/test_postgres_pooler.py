@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from langmem_adapters.postgres import PostgresStore
 from tests import servers
-from tests.conftest import _reset_postgres, hash_index
+from tests.stores import hash_index, reset_postgres
 
 PGBOUNCER = shutil.which("pgbouncer") or (
     "/usr/sbin/pgbouncer" if os.path.exists("/usr/sbin/pgbouncer") else None
@@ -33,18 +32,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def bouncer_dsn() -> Iterator[str]:
     """A transaction-mode PgBouncer on loopback in front of the test server."""
     target = conninfo_to_dict(servers.postgres_dsn())
     work = Path(tempfile.mkdtemp(prefix="langmem-pgbouncer-"))
-    port = _free_port()
+    port = servers.free_port()
     user = target.get("user", "postgres")
     (work / "users.txt").write_text(f'"{user}" ""\n')
     backend = " ".join(
@@ -110,7 +103,7 @@ def _user_exists(name: str) -> bool:
 
 
 def test_store_works_in_transaction_mode(bouncer_dsn: str) -> None:
-    _reset_postgres(servers.postgres_dsn())
+    reset_postgres(servers.postgres_dsn())
     # PgBouncer before 1.21 cannot keep prepared statements in transaction mode: turn them off.
     pool = {"max_size": 4, "kwargs": {"prepare_threshold": None}}
     with PostgresStore.from_conn_string(

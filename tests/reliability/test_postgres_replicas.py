@@ -19,6 +19,7 @@ import pytest
 
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from tests import servers
+from tests.waiting import await_until
 
 NS = ("docs",)
 Store = PostgresStore | AsyncPostgresStore
@@ -185,23 +186,21 @@ async def test_a_replica_that_goes_away(kind: str, pooled: bool, standby: Any) -
 
 async def _wait(condition: Any, store: Store, timeout: float = 30) -> None:
     """Read until ``condition()`` holds (the store tries the replica again on its own)."""
-    import asyncio
 
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, (
-            f"the store did not read from the replica again: {store.read_stats}"
-        )
+    async def read_again() -> bool:
+        if condition():
+            return True
         await value(store, "a")
-        await asyncio.sleep(0.05)
+        return bool(condition())
+
+    await await_until(read_again, timeout, "the store reading from the replica again", 0.05)
 
 
 async def test_a_replica_that_is_down_from_the_start(kind: str, standby: Any) -> None:
     """A replica that refuses connections when the store opens: the store opens and answers from
     the primary."""
     primary, _, _ = standby
-    dead = f"postgresql://postgres@127.0.0.1:{servers._free_port()}/postgres"
+    dead = f"postgresql://postgres@127.0.0.1:{servers.free_port()}/postgres"
     async with open_store(kind, primary, dead) as store:
         await store.aput(NS, "a", {"v": 1})
         for _ in range(3):

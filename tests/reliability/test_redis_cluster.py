@@ -25,10 +25,10 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-from tests.conftest import hash_index
 from tests.contract import test_unscored as unscored
 from tests.contract.model import Model
-from tests.contract.test_properties import PROPERTY, _observe, _ops
+from tests.contract.operations import PROPERTY, observe, operations
+from tests.stores import hash_index
 
 NAMESPACES = [("users", f"u{i}", kind) for i in range(6) for kind in ("memories", "prefs")]
 
@@ -167,9 +167,9 @@ def test_random_sequences_match_model(client: RedisCluster) -> None:
     def run(data: st.DataObject) -> None:
         root = uuid.uuid4().hex
         model = Model()
-        for op in data.draw(st.lists(_ops(root), min_size=1, max_size=25)):
+        for op in data.draw(st.lists(operations(root), min_size=1, max_size=25)):
             (result,) = store.batch([op])
-            assert _observe(result) == model.apply(op), op
+            assert observe(result) == model.apply(op), op
 
     run()
 

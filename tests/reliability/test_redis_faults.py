@@ -24,6 +24,7 @@ from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
+from tests.waiting import await_until, wait_until
 
 BATCH = 6
 MODES = ["query_engine", "plain"]
@@ -99,7 +100,7 @@ def test_sync_store_survives_restart(server: servers.RedisProcess, mode: str, ki
         threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
-        time.sleep(0.5)
+        wait_until(lambda: len(acked) >= 20, what="writes acknowledged before the restart")
         server.restart(kill=kill)
         before = len(acked)
         restarted.set()
@@ -129,7 +130,9 @@ async def test_async_store_survives_restart(server: servers.RedisProcess, mode: 
                     await asyncio.sleep(0.05)
 
         async def fault() -> None:
-            await asyncio.sleep(0.5)
+            await await_until(
+                lambda: len(acked) >= 20, what="writes acknowledged before the restart"
+            )
             await asyncio.to_thread(server.restart)
             state["before"] = len(acked)
             state["restarted"] = True

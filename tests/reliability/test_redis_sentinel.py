@@ -34,7 +34,8 @@ from langmem_adapters.redis.urls import (
     parse_sentinel_url,
 )
 from tests import servers
-from tests.conftest import hash_index
+from tests.stores import hash_index
+from tests.waiting import await_until
 
 MODES = ["query_engine", "plain"]
 DEADLINE = 30.0  # seconds a failover may take before the test fails
@@ -270,10 +271,7 @@ async def _async_writer(store: AsyncRedisStore, writer: Writer, failover: Failov
 
 async def _until(condition: Callable[[], bool], failure: str) -> None:
     """Wait for ``condition`` (polled), failing the test after ``DEADLINE`` seconds."""
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        assert time.monotonic() < deadline, failure
-        await asyncio.sleep(0.02)
+    await await_until(condition, DEADLINE, failure, interval=0.02)
 
 
 @pytest.fixture(params=MODES)

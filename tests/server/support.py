@@ -3,18 +3,9 @@ and the Postgres tables of that prefix (counting rows, dropping them afterwards)
 
 from __future__ import annotations
 
-import socket
-
 import psycopg
 
 from tests import servers
-
-
-def free_port() -> int:
-    """A loopback TCP port nothing listens on (until someone binds it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def store_url(backend: str, prefix: str) -> str:

@@ -3,7 +3,6 @@ its variable) and ``generate_store``'s start and stop on the test Postgres and R
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
@@ -20,7 +19,9 @@ from langmem_adapters.errors import LangmemAdaptersError, ServerConfigError, Sto
 from langmem_adapters.postgres import AsyncPostgresStore
 from langmem_adapters.server import ServerSettings, generate_store
 from tests import servers
-from tests.server.support import drop_tables, free_port, postgres_rows, store_url
+from tests.server.support import drop_tables, postgres_rows, store_url
+from tests.servers import free_port
+from tests.waiting import await_until
 
 
 def test_defaults_are_the_embedded_store_without_index_or_ttl() -> None:
@@ -125,7 +126,7 @@ async def test_an_unreachable_server_fails_at_once_naming_the_variable(
 
 @pytest.mark.parametrize("backend", ["postgres", "redis"])
 async def test_generate_store_sets_up_sweeps_and_closes(
-    backend: str, monkeypatch: pytest.MonkeyPatch
+    backend: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     prefix = f"gen{uuid.uuid4().hex[:10]}"
     url = store_url(backend, prefix)
@@ -139,13 +140,16 @@ async def test_generate_store_sets_up_sweeps_and_closes(
         monkeypatch.setenv(name, value)
 
     try:
-        await _check_generated_store(backend, prefix)
+        await _check_generated_store(backend, prefix, caplog)
     finally:
         if backend == "postgres":
             drop_tables(prefix)
 
 
-async def _check_generated_store(backend: str, prefix: str) -> None:
+async def _check_generated_store(
+    backend: str, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="langmem_adapters")
     async with generate_store() as store:
         expected = "AsyncPostgresStore" if backend == "postgres" else "AsyncRedisStore"
         assert type(store).__name__ == expected
@@ -156,12 +160,10 @@ async def _check_generated_store(backend: str, prefix: str) -> None:
         await store.aput(("docs",), "gone", {"text": "short-lived"}, ttl=0.005)  # 0.3 s
         if backend == "postgres":
             assert postgres_rows(prefix, "gone") == 1
-            deadline = time.monotonic() + 20
-            while postgres_rows(prefix, "gone") and time.monotonic() < deadline:
-                await asyncio.sleep(0.2)  # sweeps every 0.6 s
-            assert postgres_rows(prefix, "gone") == 0  # deleted by a sweep, not only hidden
-        else:
-            await asyncio.sleep(1.5)  # two sweeps at 0.6 s drop the expired item's index entries
+        # The sweeper (every 0.6 s) removes the expired item: deleted, not only hidden.
+        await await_until(lambda: "TTL sweep removed 1 items" in caplog.text, what="a sweep")
+        if backend == "postgres":
+            assert postgres_rows(prefix, "gone") == 0
         (hit,) = await store.asearch(("docs",), query="the sweeper runs")
         assert hit.key == "a"  # live items stay
         assert hit.score is not None and hit.score > 0.99  # set up with an index on "text"

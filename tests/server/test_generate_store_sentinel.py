@@ -11,7 +11,7 @@ from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.redis import AsyncRedisStore
 from langmem_adapters.server import generate_store
 from tests import servers
-from tests.server.support import free_port
+from tests.servers import free_port
 
 
 async def test_generate_store_on_a_sentinel_url(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -32,7 +32,8 @@ from langmem_adapters.errors import EmbeddingMismatchError
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
 from tests import servers
-from tests.server.support import drop_tables, free_port, store_url
+from tests.server.support import drop_tables, store_url
+from tests.servers import free_port
 
 DOCS = Path(__file__).parents[2] / "docs" / "server.md"
 START_TIMEOUT = 120.0

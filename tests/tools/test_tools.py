@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any, TypedDict
 
 import pytest
@@ -25,16 +24,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 
+from langmem_adapters.errors import MemoryToolConfigError, NamespaceTemplateError
 from langmem_adapters.memory import EpisodicMemory, ProceduralMemory, SemanticMemory
 from langmem_adapters.tools import (
-    MemoryToolConfigError,
-    NamespaceTemplateError,
     create_manage_memory_tool,
     create_memory_tools,
     create_search_memory_tool,
 )
 from langmem_adapters.tools.templates import NamespaceTemplate as _Template
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index, tick
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -113,14 +111,6 @@ async def snapshot(store: BaseStore) -> list[tuple[tuple[str, ...], str, str]]:
 
 def _is_async(store: BaseStore) -> bool:
     return type(store).__name__.startswith("Async")
-
-
-def tick() -> datetime:
-    """A timestamp strictly between what came before and what comes after."""
-    time.sleep(0.02)
-    when = datetime.now(UTC)
-    time.sleep(0.02)
-    return when
 
 
 class Script:

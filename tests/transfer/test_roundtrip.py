@@ -23,7 +23,9 @@ import redis
 import redis.asyncio as aredis
 from psycopg.conninfo import make_conninfo
 
-from langmem_adapters.core.store import AsyncStore, SyncStore
+from langmem_adapters import StoredItem
+from langmem_adapters.core.async_store import AsyncStore
+from langmem_adapters.core.sync_store import SyncStore
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.errors import InvalidRecordError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
@@ -32,7 +34,6 @@ from langmem_adapters.transfer import (
     Checkpoint,
     OfficialPostgresReader,
     OfficialRedisReader,
-    StoredItem,
     StoreSource,
     item_from_json,
     item_to_json,

@@ -18,7 +18,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_adapters.ui import create_app
 from langmem_adapters.ui.server import bind
-from tests.conftest import hash_index
+from tests.stores import hash_index
 from tests.ui.seed import Seeded, seed
 
 UI_BACKENDS = ["postgres", "redis-qe"]

@@ -15,7 +15,7 @@ from langgraph.store.base import BaseStore
 
 from langmem_adapters.errors import InvalidArgumentTypeError, InvalidNamespaceError
 from langmem_adapters.views import StoreByteStore
-from tests.conftest import AsyncStoreFactory, StoreFactory
+from tests.stores import AsyncStoreFactory, StoreFactory
 
 STORES = ["postgres", "redis-qe", "redis-plain"]
 

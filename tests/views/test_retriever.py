@@ -23,7 +23,7 @@ from langmem_adapters.errors import (
     MemoryTypeError,
 )
 from langmem_adapters.views import StoreRetriever
-from tests.conftest import AsyncStoreFactory, StoreFactory, hash_index
+from tests.stores import AsyncStoreFactory, StoreFactory, hash_index
 
 STORES = ["postgres", "redis-qe", "redis-plain"]
 FACTS = [

@@ -1,6 +1,7 @@
 """The offline demo: an agent with this package's memory tools, talking to a scripted model.
 
-:class:`ScriptedChatModel` plays a fixed script (no API key, deterministic), :data:`SCRIPT` is the
+:class:`~langmem_adapters.demo.scripted.ScriptedChatModel` plays a fixed script (no API key,
+deterministic), :data:`SCRIPT` is the
 story told in :data:`TURNS` (Ada introduces herself, asks for a drink, moves, asks where she lived),
 :func:`build_agent` wires any chat model and tools into a LangGraph graph, and :func:`run_demo` plays
 every turn in a new thread on a store and prints the transcript and what the store remembers.
@@ -16,8 +17,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -25,16 +25,16 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore, PutOp
-from pydantic import Field
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from langmem_adapters.demo.scripted import ScriptedChatModel, ScriptedMemoryModel, Step
+from langmem_adapters.manager import BackgroundManager, MemoryManager
 from langmem_adapters.memory import SemanticMemory
 
 __all__ = [
@@ -46,8 +46,6 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TURNS",
     "USER",
-    "ScriptedChatModel",
-    "Step",
     "build_agent",
     "clear",
     "run_background_step",
@@ -62,55 +60,6 @@ USER = "ada"
 """The demo's user id."""
 SCRIPTED_LABEL = "[scripted model — offline demo]"
 """How the transcript names the scripted model, so nobody mistakes it for a real one."""
-
-Step = Callable[[list[ToolMessage]], AIMessage]
-"""One scripted model reply, computed from the tool results of the previous step."""
-
-
-class ScriptedChatModel(FakeMessagesListChatModel):
-    """A chat model that plays a fixed script: for each user message, a list of steps.
-
-    Step ``i`` answers the ``i``-th model call after that user message and may use the tool results
-    that came back from step ``i - 1`` (e.g. the id of a memory it just looked up). It makes the demo
-    and the notebooks run offline and deterministically, and is labelled as such in the transcript.
-    """
-
-    responses: list[BaseMessage] = Field(default_factory=list)
-    script: dict[str, list[Step]]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-        after = messages[last + 1 :]
-        step = sum(isinstance(m, AIMessage) for m in after)
-        results: list[ToolMessage] = []
-        for m in reversed(after):
-            if not isinstance(m, ToolMessage):
-                break
-            results.insert(0, m)
-        steps = self.script.get(str(messages[last].content), []) if last >= 0 else []
-        reply = (
-            steps[step](results)
-            if step < len(steps)
-            else AIMessage("(no scripted reply for this message)")
-        )
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    def bind_tools(
-        self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        """The script already knows the tools: binding changes nothing."""
-        return self
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-demo"
-
 
 # --------------------------------------------------------------------------- the script
 
@@ -318,8 +267,6 @@ def run_background_step(store: BaseStore, model: BaseChatModel, out: Console) ->
     """A thread whose memories are extracted in the background by the memory manager: each
     message restarts the debounce, and one extraction of the final state runs once the thread is
     quiet (flushed here at shutdown). A scripted demo model gets a scripted memory model."""
-    from langmem_adapters.manager import BackgroundManager, MemoryManager, ScriptedMemoryModel
-
     extractor = (
         ScriptedMemoryModel(script=_extract) if isinstance(model, ScriptedChatModel) else model
     )
