@@ -9,8 +9,8 @@ Standard library only (``ast``, ``tokenize``); run as ``python .ci/structure.py 
   so it counts). ``from . import x`` and ``from .mod import name`` are resolved against the module's
   package; an edge goes to the deepest module of the package the statement names (``from .a import
   b`` is an edge to ``a.b`` when that is a module, else to ``a``); parent packages that Python
-  initialises on the way are not edges. Every strongly connected component of two or more modules
-  (or a module importing itself) is a cycle: each is printed with one closed path through it.
+  initialises on the way are not edges, nor is a module naming itself. Every strongly connected
+  component (two or more modules) is a cycle: each is printed with one closed path through it.
 - **Lengths**, in ``core/``, ``postgres/`` and ``redis/``, counted the way issue #28 counts them: a
   function's length is its physical lines from its ``def`` line to its last line (docstring,
   comments and blank lines included, decorators not; a nested function counts in its own right and
@@ -131,6 +131,7 @@ def imports_of(module: Module, modules: dict[str, Module], deferred: bool = Fals
             target = _deepest(name, modules)
             if target is not None:
                 targets.add(target)
+    targets.discard(module.name)  # a package's __init__ naming itself (``from . import name``)
     return targets
 
 
@@ -165,7 +166,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 component.append(member)
                 if member == node:
                     break
-            if len(component) > 1 or node in graph[node]:
+            if len(component) > 1:
                 components.append(sorted(component))
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph) + 100))
@@ -188,7 +189,7 @@ def _closed_path(component: list[str], graph: dict[str, set[str]]) -> list[str]:
                     path = [node]
                     while path[-1] != start:
                         path.append(previous[path[-1]])
-                    return [start, *reversed(path[:-1]), start] if node != start else [start, start]
+                    return [*reversed(path), start]
                 if nxt not in previous:
                     previous[nxt] = node
                     nxt_frontier.append(nxt)
