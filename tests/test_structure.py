@@ -45,6 +45,7 @@ CLEAN = {
         "def later() -> None:\n    from pkg.core.a import sixty\n    sixty()\n"
     ),
     "redis/__init__.py": "",
+    "redis/comments.py": "# a comment\n" * 400,  # 400 lines: not over; no code lines
     "redis/lua/one.lua": "-- a comment\n\nreturn 1\n",
     "postgres/__init__.py": "X = 1  # comment\nfrom . import X  # a name of its own: no cycle\n",
 }
