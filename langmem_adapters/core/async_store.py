@@ -8,32 +8,25 @@ import asyncio
 from collections.abc import (
     AsyncIterator,
     Callable,
-    Generator,
     Iterable,
     Iterator,
     Mapping,
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from typing import Any, Literal, TypeVar
-
-from langgraph.store.base import NOT_PROVIDED, NotProvided, Op, Result
+from typing import Any, TypeVar
 
 from langmem_adapters.core.calibrated import TaskCalibration
 from langmem_adapters.core.drive import Steps, adrive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.measurement import VectorSearchStats
-from langmem_adapters.core.records import Cursor, StoredItem
+from langmem_adapters.core.records import StoredItem
 from langmem_adapters.core.reindex import PAGE_SIZE as REINDEX_PAGE
 from langmem_adapters.core.reindex import Progress
 from langmem_adapters.core.store import (
     PAGE_SIZE,
-    Run,
     S,
     Store,
-    counting,
-    deleting,
-    listing,
     pages,
 )
 from langmem_adapters.core.ttl import AsyncSweeper, sweep_interval
@@ -89,9 +82,9 @@ class AsyncStore(Store[S]):
             embed = self._aembed
             return await adrive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
-    async def _flow(self, flow: Generator[Run, Any, R]) -> R:
-        """Run one of the store's own flows: each of its plans in a session of its own."""
-        return await adrive(flow, lambda run: self._drive(run[0], reads=run[1]))
+    def _run(self, steps: Steps[R], *, reads: bool = False) -> R:
+        """``_drive`` on the store's event loop, for callers in other threads."""
+        return self._sync(self._drive(steps, reads=reads))
 
     async def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many went."""
@@ -118,70 +111,6 @@ class AsyncStore(Store[S]):
             raise WrongLoopError(f"the event loop {name} ran on is closed; use the async methods")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return await self._flow(self._batch_flow(list(ops)))
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """``abatch`` on the store's event loop, for callers in other threads."""
-        return self._sync(self.abatch(list(ops)))
-
-    async def aput_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Create the item only if no live item has this key; True for the one writer that created it."""
-        op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(await self._flow(self._batch_flow([op], if_absent=True)))
-
-    def put_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Sync twin of :meth:`aput_if_absent`, for callers in other threads."""
-        return bool(self._sync(self.aput_if_absent(namespace, key, value, index, ttl=ttl)))
-
-    async def aiter_items(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        page_size: int = PAGE_SIZE,
-        after: Cursor | StoredItem | None = None,
-    ) -> AsyncIterator[StoredItem]:
-        """Every live item under ``namespace_prefix`` (see :meth:`SyncStore.iter_items`)."""
-        prefix, size, cursor = listing(namespace_prefix, page_size, after)
-        position: Cursor | None = cursor
-        while position is not None:
-            page, position = await self._drive(self._items_plan(prefix, position, size), reads=True)
-            for item in page:
-                yield item
-
-    def iter_items(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        page_size: int = PAGE_SIZE,
-        after: Cursor | StoredItem | None = None,
-    ) -> Iterator[StoredItem]:
-        """Sync twin of :meth:`aiter_items`, for callers in other threads (pages on the store's loop)."""
-        prefix, size, cursor = listing(namespace_prefix, page_size, after)
-        position: Cursor | None = cursor
-        while position is not None:
-            page, position = self._sync(
-                self._drive(self._items_plan(prefix, position, size), reads=True)
-            )
-            yield from page
-
     async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Write records as they were (see :meth:`SyncStore.restore`); returns how many."""
         total = 0
@@ -194,28 +123,6 @@ class AsyncStore(Store[S]):
     def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Sync twin of :meth:`arestore`, for callers in other threads."""
         return int(self._sync(self.arestore(list(records), page_size=page_size)))
-
-    async def acount(
-        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
-    ) -> int:
-        """Live items at or below ``namespace_prefix`` matching ``filter`` (see :meth:`SyncStore.count`)."""
-        return int(
-            await self._drive(self._count_plan(*counting(namespace_prefix, filter)), reads=True)
-        )
-
-    def count(
-        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
-    ) -> int:
-        """Sync twin of :meth:`acount`, for callers in other threads."""
-        return int(self._sync(self.acount(namespace_prefix, filter=filter)))
-
-    async def adelete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
-        """Delete a namespace and everything below it (see :meth:`SyncStore.delete_namespace`)."""
-        return int(await self._drive(self._delete_namespace_plan(deleting(namespace_prefix))))
-
-    def delete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
-        """Sync twin of :meth:`adelete_namespace`, for callers in other threads."""
-        return int(self._sync(self.adelete_namespace(namespace_prefix)))
 
     async def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
@@ -287,12 +194,3 @@ class AsyncStore(Store[S]):
     def calibrate(self) -> VectorSearchStats | None:
         """Sync twin of :meth:`acalibrate`, for callers in other threads."""
         return self._sync(self.acalibrate())
-
-    async def avector_stats(self) -> VectorSearchStats | None:
-        """Index size, search breadth and mode in use, target and last measured recall (``None``:
-        the store has no vector index)."""
-        return await self._flow(self._stats_flow())
-
-    def vector_stats(self) -> VectorSearchStats | None:
-        """Sync twin of :meth:`avector_stats`, for callers in other threads."""
-        return self._sync(self.avector_stats())

@@ -5,30 +5,21 @@ A batch is validated whole before anything runs, so bad input raises and writes 
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import orjson
-from langgraph.store.base import (
-    GetOp,
-    ListNamespacesOp,
-    Op,
-    PutOp,
-    SearchOp,
-)
+from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
 from langgraph.store.base import validate_op_namespace as langgraph_validate_namespace
 
-from langmem_adapters.core.filters import MAX_NESTING, Condition, has_nul, parse_filter
+from langmem_adapters.core.filters import Condition, parse_filter
+from langmem_adapters.core.values import dump_value, is_utf8
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     InvalidNamespaceError,
     InvalidValueError,
-    NonJSONValueError,
 )
 
 __all__ = [
@@ -42,25 +33,11 @@ __all__ = [
     "check_item_id",
     "check_page_size",
     "check_prefix",
-    "dump_value",
-    "has_long_number",
     "item_namespace",
-    "load_json",
     "plan_batch",
     "validate_key",
     "validate_namespace",
 ]
-
-
-def _is_utf8(text: str) -> bool:
-    """Whether text can be sent as UTF-8 (a lone surrogate cannot)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def validate_key(key: Any) -> str:
@@ -69,7 +46,7 @@ def validate_key(key: Any) -> str:
         raise InvalidArgumentTypeError(f"item key must be a string, got {type(key).__name__}")
     if "\x00" in key:
         raise InvalidValueError(f"item key {key!r} contains a NUL character")
-    if not _is_utf8(key):
+    if not is_utf8(key):
         raise InvalidValueError(
             f"item key {key!r} contains a lone surrogate, which is not valid UTF-8"
         )
@@ -93,127 +70,6 @@ def check_item_id(namespace: tuple[str, ...], key: str) -> None:
             f"item key and namespace take {size:,} bytes of UTF-8 together; at most"
             f" {MAX_ID_BYTES:,} can be stored (PostgreSQL indexes them)"
         )
-
-
-_LEAVES = frozenset({str, int, float, bool, type(None)})
-_CONTAINERS = frozenset({dict, list, tuple})
-_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-
-
-def _check_keys(value: Any, depth: int = 0) -> bool:
-    """Raise unless JSON object keys are strings (``json`` would silently turn ``1`` into ``"1"``);
-    return whether the value holds only plain JSON types (exact dict/list/tuple/str/int/float/bool/
-    None) and finite floats, which orjson writes exactly as ``json`` does."""
-    if depth > MAX_NESTING:
-        raise InvalidValueError(f"item value is nested more than {MAX_NESTING} levels deep")
-    kind = type(value)
-    plain = kind in _CONTAINERS
-    if kind is dict or (kind is not list and isinstance(value, Mapping)):
-        children: Iterable[Any] = value.values()
-        for k in value:
-            if type(k) is not str:
-                if not isinstance(k, str):
-                    raise NonJSONValueError(
-                        f"item value has a non-string object key {k!r}; JSON keys are strings"
-                    )
-                plain = False
-    elif isinstance(value, (list, tuple)):
-        children = value
-    else:
-        return False
-    for v in children:
-        t = type(v)
-        if t is float:
-            plain = plain and math.isfinite(v)
-        elif t not in _LEAVES:
-            plain = _check_keys(v, depth + 1) and plain
-    return plain
-
-
-def _orjson_text(value: Any) -> str | None:
-    """orjson's text for a plain value; None where it declines (integers beyond 64 bits, nesting
-    beyond its limit), so that ``json`` decides."""
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return None
-
-
-def dump_value(value: Any) -> str:
-    """Serialise an item value to JSON text, or raise a clear error naming why it cannot be stored.
-
-    Plain values go through orjson (about ten times faster); anything else, and anything orjson
-    declines, through ``json``, which raises the errors below."""
-    if not isinstance(value, Mapping):
-        raise NonJSONValueError(f"item value must be a dict, got {type(value).__name__}")
-    text = _orjson_text(value) if _check_keys(value) else None
-    if text is None:
-        try:
-            text = _ENCODER.encode(value)
-        except ValueError as exc:
-            raise InvalidValueError(
-                f"item value is not valid JSON: {exc} (NaN and infinity cannot be stored)"
-            ) from None
-        except TypeError as exc:
-            raise NonJSONValueError(f"item value is not JSON-serialisable: {exc}") from None
-        except RecursionError:
-            raise InvalidValueError("item value is nested too deeply to serialise") from None
-    if has_nul(text):
-        raise InvalidValueError("item value contains a NUL character, which cannot be stored")
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidValueError(
-            "item value contains a lone surrogate character, which is not valid UTF-8"
-        ) from None
-    return text
-
-
-def _maybe_big_int(value: Any) -> bool:
-    """Whether a parsed value holds a whole float beyond 64-bit range, which orjson also gives for
-    an integer literal too large for 64 bits."""
-    t = type(value)
-    if t is float:
-        return abs(value) >= 9.2e18 and value.is_integer()
-    if t is not dict and t is not list:
-        return False
-    stack = [value]  # containers only, iteratively: stored values may nest ~1000 deep
-    while stack:
-        v = stack.pop()
-        for x in v.values() if type(v) is dict else v:
-            t = type(x)
-            if t is float:
-                if abs(x) >= 9.2e18 and x.is_integer():
-                    return True
-            elif t is dict or t is list:
-                stack.append(x)
-    return False
-
-
-_DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 19
-
-
-def has_long_number(text: str | bytes) -> bool:
-    """Whether JSON text has 19 digits in a row, which an integer literal that orjson may read
-    differently (beyond 64 bits) needs: a C-speed test, cheaper than walking the parsed value.
-    Text without one (or text embedding it, escaped) needs no check after ``orjson.loads``."""
-    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    return _LONG_NUMBER in raw.translate(_DIGITS_TO_ZERO)
-
-
-def load_json(text: str | bytes) -> Any:
-    """Parse JSON that a store wrote: with orjson (several times faster on the read path), or with
-    ``json`` where orjson would differ (integers beyond 64 bits, numbers beyond float range)."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
-    if has_long_number(text) and _maybe_big_int(value):
-        return json.loads(text)
-    return value
 
 
 def check_count(name: str, value: Any) -> int:
@@ -271,9 +127,7 @@ def validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
     namespace = _namespace(namespace, "namespace")
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
-    validate_op_namespace(
-        GetOp(namespace, "")
-    )  # the label rules, through langgraph's public helper
+    validate_op_namespace(GetOp(namespace, ""))  # the label rules, through langgraph's helper
     if namespace[0] == "langgraph":
         raise InvalidNamespaceError(
             f'Root label for namespace cannot be "langgraph". Got: {namespace}'
@@ -337,7 +191,7 @@ def _namespace(ns: Any, what: str) -> tuple[str, ...]:
             raise InvalidNamespaceError(f"{what} must be a tuple of strings, got {ns!r}")
         ns = tuple(ns)
     for label in ns:
-        if isinstance(label, str) and not _is_utf8(label):
+        if isinstance(label, str) and not is_utf8(label):
             raise InvalidNamespaceError(
                 f"{what} label {label!r} contains a lone surrogate, which is not valid UTF-8"
             )
@@ -363,6 +217,56 @@ def check_prefix(prefix: Any) -> tuple[str, ...]:
     return checked
 
 
+def _check_search(op: SearchOp) -> tuple[SearchOp, tuple[Condition, ...]]:
+    """A search op with its prefix, page and query checked, and its filter parsed."""
+    prefix = check_prefix(op.namespace_prefix)
+    if prefix is not op.namespace_prefix:
+        op = op._replace(namespace_prefix=prefix)
+    op = _check_page(op)
+    if op.query is not None and not isinstance(op.query, str):
+        raise InvalidArgumentTypeError(f"query must be a string, got {type(op.query).__name__}")
+    return op, parse_filter(op.filter)
+
+
+def _check_list(op: ListNamespacesOp) -> ListNamespacesOp:
+    """A namespace listing with its match conditions, page and ``max_depth`` checked."""
+    # A bare string path is one label (the official stores would split it into characters).
+    op = op._replace(
+        match_conditions=tuple(
+            c._replace(path=(c.path,)) if isinstance(c.path, str) else c
+            for c in op.match_conditions or ()
+        )
+    )
+    validate_op_namespace(op)
+    op = _check_page(op)
+    if op.max_depth is not None:
+        if check_count("max_depth", op.max_depth) == 0:
+            raise InvalidArgumentError("max_depth must be >= 1")
+        if op.max_depth > MAX_DEPTH:
+            op = op._replace(max_depth=MAX_DEPTH)
+    for cond in op.match_conditions or ():
+        if cond.match_type not in ("prefix", "suffix"):
+            raise InvalidArgumentError(
+                f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}"
+            )
+        _namespace(cond.path, "match path")
+    return op
+
+
+def _check_put(op: PutOp) -> Write:
+    """The write of a put (or delete: ``value`` None) op, its key, namespace, value and TTL checked."""
+    validate_key(op.key)
+    op = item_namespace(op)
+    if not op.namespace:
+        raise InvalidNamespaceError("namespace cannot be empty")
+    _check_index(op.index)
+    if op.value is None:  # deleting an item with an over-long id is fine: it cannot exist
+        return Write(op.namespace, op.key, None, None, op.index, _check_ttl(op.ttl))
+    check_item_id(op.namespace, op.key)
+    value_json = dump_value(op.value)
+    return Write(op.namespace, op.key, dict(op.value), value_json, op.index, _check_ttl(op.ttl))
+
+
 def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
     """Validate every op and group them; raises before any I/O so a bad batch changes nothing."""
     op_list = list(ops)
@@ -373,55 +277,12 @@ def plan_batch(ops: Iterable[Op]) -> tuple[list[Op], Batch]:
             validate_key(op.key)
             batch.gets.append((i, item_namespace(op)))
         elif isinstance(op, SearchOp):
-            prefix = check_prefix(op.namespace_prefix)
-            if prefix is not op.namespace_prefix:
-                op = op._replace(namespace_prefix=prefix)
-            op = _check_page(op)
-            if op.query is not None and not isinstance(op.query, str):
-                raise InvalidArgumentTypeError(
-                    f"query must be a string, got {type(op.query).__name__}"
-                )
-            batch.searches.append((i, op, parse_filter(op.filter)))
+            batch.searches.append((i, *_check_search(op)))
         elif isinstance(op, ListNamespacesOp):
-            # A bare string path is one label (the official stores would split it into characters).
-            op = op._replace(
-                match_conditions=tuple(
-                    c._replace(path=(c.path,)) if isinstance(c.path, str) else c
-                    for c in op.match_conditions or ()
-                )
-            )
-            validate_op_namespace(op)
-            op = _check_page(op)
-            if op.max_depth is not None:
-                if check_count("max_depth", op.max_depth) == 0:
-                    raise InvalidArgumentError("max_depth must be >= 1")
-                if op.max_depth > MAX_DEPTH:
-                    op = op._replace(max_depth=MAX_DEPTH)
-            for cond in op.match_conditions or ():
-                if cond.match_type not in ("prefix", "suffix"):
-                    raise InvalidArgumentError(
-                        f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}"
-                    )
-                _namespace(cond.path, "match path")
-            batch.lists.append((i, op))
+            batch.lists.append((i, _check_list(op)))
         elif isinstance(op, PutOp):
-            validate_key(op.key)
-            op = item_namespace(op)
-            ns = op.namespace
-            if not ns:
-                raise InvalidNamespaceError("namespace cannot be empty")
-            _check_index(op.index)
-            if op.value is not None:  # deleting such an item is fine: it cannot exist
-                check_item_id(ns, op.key)
-            value_json = None if op.value is None else dump_value(op.value)
-            writes[(ns, op.key)] = Write(
-                ns,
-                op.key,
-                None if op.value is None else dict(op.value),
-                value_json,
-                op.index,
-                _check_ttl(op.ttl),
-            )
+            write = _check_put(op)
+            writes[(write.namespace, write.key)] = write
         else:
             raise InvalidArgumentTypeError(f"unknown operation type {type(op).__name__}")
     batch.writes = list(writes.values())

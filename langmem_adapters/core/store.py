@@ -13,15 +13,15 @@ round. The parts get the backend's hooks as constructor arguments.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import NotProvided, Op, PutOp, TTLConfig
+from langgraph.store.base import NOT_PROVIDED, NotProvided, Op, PutOp, Result, TTLConfig
 
 from langmem_adapters.core.bulk import BulkLoads
 from langmem_adapters.core.calibrated import Calibration, Tuning
-from langmem_adapters.core.drive import Steps
+from langmem_adapters.core.drive import Steps, adrive, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import Identity, IdentityGuard
@@ -49,6 +49,7 @@ Run = tuple[Steps[Any], bool]
 whether the plan only reads (a backend may send it to a replica)."""
 
 
+R = TypeVar("R")
 S = TypeVar("S", bound=SearchStats)
 """The backend's search statistics (its subclass of the shared ones)."""
 
@@ -124,6 +125,123 @@ class Store(OwnErrors, Generic[S]):
         config = {"dims": spec.dims, "embed": spec.embeddings, "fields": list(spec.fields)}
         self.index_config = {**(self.index_config or {}), **config}
         self._guard.adopt(identity, generation)
+
+    def _run(self, steps: Steps[R], *, reads: bool = False) -> R:
+        """The driver's: run a plan in one session for a blocking caller (``reads``: it only reads)."""
+        raise NotImplementedError
+
+    async def _drive(self, steps: Steps[R], *, reads: bool = False) -> R:
+        """The driver's: run a plan in one session for a coroutine (``reads``: it only reads)."""
+        raise NotImplementedError
+
+    def _flow(self, flow: Generator[Run, Any, R]) -> R:
+        """Run one of the store's own flows: each of its plans in a session of its own."""
+        return drive(flow, lambda run: self._run(run[0], reads=run[1]))
+
+    async def _aflow(self, flow: Generator[Run, Any, R]) -> R:
+        """Async twin of :meth:`_flow`."""
+        return await adrive(flow, lambda run: self._drive(run[0], reads=run[1]))
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Execute ops: reads see the state before the batch; its writes apply atomically."""
+        return self._flow(self._batch_flow(list(ops)))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async twin of :meth:`batch`."""
+        return await self._aflow(self._batch_flow(list(ops)))
+
+    def put_if_absent(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> bool:
+        """Create the item only if no live item has this key; True for the one writer that created it.
+
+        An expired item counts as absent. Racing writers get exactly one True.
+        """
+        op = self._if_absent_op(namespace, key, value, index, ttl)
+        return bool(self._flow(self._batch_flow([op], if_absent=True)))
+
+    async def aput_if_absent(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Literal[False] | list[str] | None = None,
+        *,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
+    ) -> bool:
+        """Async twin of :meth:`put_if_absent`."""
+        op = self._if_absent_op(namespace, key, value, index, ttl)
+        return bool(await self._aflow(self._batch_flow([op], if_absent=True)))
+
+    def iter_items(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        page_size: int = PAGE_SIZE,
+        after: Cursor | StoredItem | None = None,
+    ) -> Iterator[StoredItem]:
+        """Every live item under ``namespace_prefix`` with its timestamps, expiry and TTL, ordered by
+        namespace text then key, read ``page_size`` at a time; ``after`` (an item's ``cursor``)
+        resumes after that item. Items written meanwhile appear if they sort after the position read."""
+        prefix, size, cursor = listing(namespace_prefix, page_size, after)
+        position: Cursor | None = cursor
+        while position is not None:
+            page, position = self._run(self._items_plan(prefix, position, size), reads=True)
+            yield from page
+
+    async def aiter_items(
+        self,
+        namespace_prefix: tuple[str, ...] = (),
+        *,
+        page_size: int = PAGE_SIZE,
+        after: Cursor | StoredItem | None = None,
+    ) -> AsyncIterator[StoredItem]:
+        """Async twin of :meth:`iter_items`."""
+        prefix, size, cursor = listing(namespace_prefix, page_size, after)
+        position: Cursor | None = cursor
+        while position is not None:
+            page, position = await self._drive(self._items_plan(prefix, position, size), reads=True)
+            for item in page:
+                yield item
+
+    def count(
+        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """How many live items lie at or below ``namespace_prefix`` (whole labels; ``()``: every
+        namespace) and match ``filter`` (as in ``search``); expired items never count."""
+        return int(self._run(self._count_plan(*counting(namespace_prefix, filter)), reads=True))
+
+    async def acount(
+        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
+    ) -> int:
+        """Async twin of :meth:`count`."""
+        plan = self._count_plan(*counting(namespace_prefix, filter))
+        return int(await self._drive(plan, reads=True))
+
+    def delete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
+        """Delete the namespace and every namespace below it (whole labels) with their items,
+        vectors and bookkeeping, atomically on one server; returns how many live items went.
+        An empty prefix raises ``InvalidNamespaceError``: there is no "delete everything"."""
+        return int(self._run(self._delete_namespace_plan(deleting(namespace_prefix))))
+
+    async def adelete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
+        """Async twin of :meth:`delete_namespace`."""
+        return int(await self._drive(self._delete_namespace_plan(deleting(namespace_prefix))))
+
+    def vector_stats(self) -> VectorSearchStats | None:
+        """Index size, search breadth and mode in use, target and last measured recall (``None``:
+        the store has no vector index)."""
+        return self._flow(self._stats_flow())
+
+    async def avector_stats(self) -> VectorSearchStats | None:
+        """Async twin of :meth:`vector_stats`."""
+        return await self._aflow(self._stats_flow())
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
         """The backend's plan for a batch (or for one atomic create, returning whether it created)."""

@@ -9,32 +9,25 @@ import concurrent.futures
 from collections.abc import (
     AsyncIterator,
     Callable,
-    Generator,
     Iterable,
     Iterator,
     Mapping,
     Sequence,
 )
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
-from typing import Any, Literal, TypeVar
-
-from langgraph.store.base import NOT_PROVIDED, NotProvided, Op, Result
+from typing import Any, TypeVar
 
 from langmem_adapters.core.calibrated import ThreadCalibration
 from langmem_adapters.core.drive import Steps, drive
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.measurement import VectorSearchStats
-from langmem_adapters.core.records import Cursor, StoredItem
+from langmem_adapters.core.records import StoredItem
 from langmem_adapters.core.reindex import PAGE_SIZE as REINDEX_PAGE
 from langmem_adapters.core.reindex import Progress
 from langmem_adapters.core.store import (
     PAGE_SIZE,
-    Run,
     S,
     Store,
-    counting,
-    deleting,
-    listing,
     pages,
 )
 from langmem_adapters.core.ttl import Sweeper, sweep_interval
@@ -72,82 +65,13 @@ class SyncStore(Store[S]):
             embed = self._embed
             return drive(steps, lambda r: embed(r) if type(r) is Embed else execute(r))
 
+    async def _drive(self, steps: Steps[R], *, reads: bool = False) -> R:
+        """``_run`` in a worker thread, so the event loop is never blocked."""
+        return await asyncio.to_thread(self._run, steps, reads=reads)
+
     def sweep_ttl(self) -> int:
         """Delete expired items now; returns how many went."""
         raise NotImplementedError
-
-    def _flow(self, flow: Generator[Run, Any, R]) -> R:
-        """Run one of the store's own flows: each of its plans in a session of its own."""
-        return drive(flow, lambda run: self._run(run[0], reads=run[1]))
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._flow(self._batch_flow(list(ops)))
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` in a worker thread, so the event loop is never blocked."""
-        return await asyncio.to_thread(self.batch, list(ops))
-
-    def put_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Create the item only if no live item has this key; True for the one writer that created it.
-
-        An expired item counts as absent. Racing writers get exactly one True.
-        """
-        op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._flow(self._batch_flow([op], if_absent=True)))
-
-    async def aput_if_absent(
-        self,
-        namespace: tuple[str, ...],
-        key: str,
-        value: Mapping[str, Any],
-        index: Literal[False] | list[str] | None = None,
-        *,
-        ttl: float | NotProvided | None = NOT_PROVIDED,
-    ) -> bool:
-        """Async twin of :meth:`put_if_absent`."""
-        return await asyncio.to_thread(self.put_if_absent, namespace, key, value, index, ttl=ttl)
-
-    def iter_items(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        page_size: int = PAGE_SIZE,
-        after: Cursor | StoredItem | None = None,
-    ) -> Iterator[StoredItem]:
-        """Every live item under ``namespace_prefix`` with its timestamps, expiry and TTL, ordered by
-        namespace text then key, read ``page_size`` at a time; ``after`` (an item's ``cursor``)
-        resumes after that item. Items written meanwhile appear if they sort after the position read."""
-        prefix, size, cursor = listing(namespace_prefix, page_size, after)
-        position: Cursor | None = cursor
-        while position is not None:
-            page, position = self._run(self._items_plan(prefix, position, size), reads=True)
-            yield from page
-
-    async def aiter_items(
-        self,
-        namespace_prefix: tuple[str, ...] = (),
-        *,
-        page_size: int = PAGE_SIZE,
-        after: Cursor | StoredItem | None = None,
-    ) -> AsyncIterator[StoredItem]:
-        """Async twin of :meth:`iter_items` (each page read in a worker thread)."""
-        prefix, size, cursor = listing(namespace_prefix, page_size, after)
-        position: Cursor | None = cursor
-        while position is not None:
-            page, position = await asyncio.to_thread(
-                self._run, self._items_plan(prefix, position, size), reads=True
-            )
-            for item in page:
-                yield item
 
     def restore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Write records as they were (value, ``created_at``, ``updated_at``, expiry, TTL), vectors
@@ -161,29 +85,6 @@ class SyncStore(Store[S]):
     async def arestore(self, records: Iterable[StoredItem], *, page_size: int = PAGE_SIZE) -> int:
         """Async twin of :meth:`restore` (in a worker thread)."""
         return await asyncio.to_thread(self.restore, list(records), page_size=page_size)
-
-    def count(
-        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
-    ) -> int:
-        """How many live items lie at or below ``namespace_prefix`` (whole labels; ``()``: every
-        namespace) and match ``filter`` (as in ``search``); expired items never count."""
-        return int(self._run(self._count_plan(*counting(namespace_prefix, filter)), reads=True))
-
-    async def acount(
-        self, namespace_prefix: tuple[str, ...], *, filter: Mapping[str, Any] | None = None
-    ) -> int:
-        """Async twin of :meth:`count` (in a worker thread)."""
-        return await asyncio.to_thread(self.count, namespace_prefix, filter=filter)
-
-    def delete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
-        """Delete the namespace and every namespace below it (whole labels) with their items,
-        vectors and bookkeeping, atomically on one server; returns how many live items went.
-        An empty prefix raises ``InvalidNamespaceError``: there is no "delete everything"."""
-        return int(self._run(self._delete_namespace_plan(deleting(namespace_prefix))))
-
-    async def adelete_namespace(self, namespace_prefix: tuple[str, ...]) -> int:
-        """Async twin of :meth:`delete_namespace` (in a worker thread)."""
-        return await asyncio.to_thread(self.delete_namespace, namespace_prefix)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
@@ -267,12 +168,3 @@ class SyncStore(Store[S]):
     async def acalibrate(self) -> VectorSearchStats | None:
         """Async twin of :meth:`calibrate` (in a worker thread)."""
         return await asyncio.to_thread(self.calibrate)
-
-    def vector_stats(self) -> VectorSearchStats | None:
-        """Index size, search breadth and mode in use, target and last measured recall (``None``:
-        the store has no vector index)."""
-        return self._flow(self._stats_flow())
-
-    async def avector_stats(self) -> VectorSearchStats | None:
-        """Async twin of :meth:`vector_stats` (in a worker thread)."""
-        return await asyncio.to_thread(self.vector_stats)

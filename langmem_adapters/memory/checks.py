@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langmem_adapters.core.filters import Condition, parse_filter
-from langmem_adapters.core.ops import dump_value
+from langmem_adapters.core.values import dump_value
 from langmem_adapters.errors import (
     InvalidMemoryQueryError,
     InvalidMemoryWriteError,

@@ -22,7 +22,7 @@ from psycopg.rows import tuple_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.values import load_json
 from langmem_adapters.errors import (
     InvalidArgumentError,
     ServerRefusedError,

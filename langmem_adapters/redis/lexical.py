@@ -24,7 +24,7 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.hybrid import HybridSpec, fuse, query_words
-from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, text, under
 from langmem_adapters.redis.records import Record

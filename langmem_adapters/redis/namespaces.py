@@ -20,7 +20,7 @@ from typing import Any
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition, matches
-from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.values import load_json
 from langmem_adapters.redis.layout import Keys, Mode, text, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round

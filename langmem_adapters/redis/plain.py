@@ -11,7 +11,7 @@ from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
-from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid

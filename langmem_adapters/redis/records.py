@@ -12,7 +12,7 @@ from langgraph.store.base import Item, SearchItem
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.items import make_item, make_search_item
-from langmem_adapters.core.ops import load_json
+from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import datetime_of, text
 

@@ -25,8 +25,9 @@ import orjson
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed, embed_missing, texts_to_embed
 from langmem_adapters.core.hybrid import words
-from langmem_adapters.core.ops import Write, load_json
+from langmem_adapters.core.ops import Write
 from langmem_adapters.core.records import StoredItem
+from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec, extract_texts
 from langmem_adapters.redis.layout import EPOCH, GRACE_MS, NO_EXPIRY, Keys, Mode, text
 from langmem_adapters.redis.records import decode_vectors
