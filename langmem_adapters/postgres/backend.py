@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, cast
 
-from langgraph.store.base import Op, PutOp, Result
-from psycopg.conninfo import conninfo_to_dict
+from langgraph.store.base import Op, PutOp, Result, TTLConfig
 
 from langmem_adapters.core.calibrated import Tuning
 from langmem_adapters.core.drive import Steps
@@ -22,10 +21,11 @@ from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
 from langmem_adapters.postgres.export import items_plan, restore_plan
 from langmem_adapters.postgres.identity import PostgresIdentity
 from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
+from langmem_adapters.postgres.opening import PostgresIndexConfig, address
 from langmem_adapters.postgres.plan import plan, put_if_absent_plan
 from langmem_adapters.postgres.probe import PostgresProbe
 from langmem_adapters.postgres.reindex import PostgresReindex
-from langmem_adapters.postgres.replicas import ReadStats, Routing
+from langmem_adapters.postgres.replicas import ReadStats, Replica, Routing
 from langmem_adapters.postgres.schema import Tables, check_ann
 from langmem_adapters.postgres.search import COLD, EF_SEARCH, EXACT_BELOW
 from langmem_adapters.postgres.stats import PostgresStats
@@ -47,12 +47,21 @@ class PostgresBackend(Store[PostgresStats]):
         """Fresh search stats for the current index (measured anew)."""
         return PostgresStats(calibration=self._calibration.calibrator(self.index_spec))
 
-    def _prepare(self, table_prefix: str) -> None:
-        """After ``_configure``: check the ANN options, name the tables, make the search stats,
-        before any I/O."""
+    def _prepare(
+        self,
+        index: PostgresIndexConfig | None,
+        ttl: TTLConfig | None,
+        table_prefix: str,
+        replicas: list[Replica[Any]],
+        retry: float,
+    ) -> None:
+        """What both constructors do before any I/O: configure, check the ANN options, name the
+        tables, make the search stats and route reads to ``replicas`` (``None``: no replicas)."""
+        self._configure(index, ttl)
         check_ann(self.index_spec)
         self.tables = Tables(table_prefix)
         self._stats = self._new_stats()
+        self._routing = Routing(replicas, retry=retry) if replicas else None
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[list[Result] | bool]:
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
@@ -150,12 +159,7 @@ class PostgresBackend(Store[PostgresStats]):
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
-        conn: Any = getattr(self, "conn", None)
-        if hasattr(conn, "info"):
-            where = {"host": conn.info.host, "dbname": conn.info.dbname}
-        else:
-            params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
-            where = {"host": params.get("host"), "dbname": params.get("dbname")}
+        host, _, dbname = address(getattr(self, "conn", None))
         index = (
             f", index=dims {self.index_spec.dims} {self.index_spec.distance}"
             if self.index_spec
@@ -163,6 +167,6 @@ class PostgresBackend(Store[PostgresStats]):
         )
         replicas = f", replicas={len(self._routing.replicas)}" if self._routing else ""
         return (
-            f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
+            f"{type(self).__name__}(host={host!r}, dbname={dbname!r}, "
             f"table_prefix={self.tables.prefix!r}{index}{replicas})"
         )

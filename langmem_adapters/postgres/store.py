@@ -83,14 +83,9 @@ class PostgresStore(PostgresBackend, SyncStore[PostgresStats]):
         standbys = check_replicas(
             replicas, (psycopg.Connection, ConnectionPool), "connections or pools", replica_retry
         )
-        self._configure(index, ttl)
-        self._prepare(table_prefix)
         self._connections = Connections(conn)
-        self._routing = (
-            Routing([Replica(Connections(r), where(r)) for r in standbys], retry=replica_retry)
-            if standbys
-            else None
-        )
+        routed = [Replica(Connections(r), where(r)) for r in standbys]
+        self._prepare(index, ttl, table_prefix, routed, replica_retry)
 
     @property
     def conn(self) -> psycopg.Connection[Any] | ConnectionPool[Any]:
@@ -190,14 +185,9 @@ class AsyncPostgresStore(PostgresBackend, AsyncStore[PostgresStats]):
             "async connections or pools",
             replica_retry,
         )
-        self._configure(index, ttl)
-        self._prepare(table_prefix)
         self._connections = AsyncConnections(conn)
-        self._routing = (
-            Routing([Replica(AsyncConnections(r), where(r)) for r in standbys], retry=replica_retry)
-            if standbys
-            else None
-        )
+        routed = [Replica(AsyncConnections(r), where(r)) for r in standbys]
+        self._prepare(index, ttl, table_prefix, routed, replica_retry)
         self._bind_loop()
 
     @property
