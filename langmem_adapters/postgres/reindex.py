@@ -123,16 +123,12 @@ class PostgresReindex:
         """The next ``limit`` live items after the recorded position, re-embedded into the shadow
         with the new position, in one transaction; ``None`` when none is left."""
         family = self.t.vector_family(self.source)
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT s.ns, s.key, s.value FROM {self.t.store} s, {self._state} p "
-                    f"WHERE p.source = %s AND {LIVE.format(a='s')} "
-                    "AND (s.ns, s.key) > (p.after_ns, p.after_key) ORDER BY s.ns, s.key LIMIT %s",
-                    [family, limit],
-                )
-            ]
+        sql = (
+            f"SELECT s.ns, s.key, s.value FROM {self.t.store} s, {self._state} p "
+            f"WHERE p.source = %s AND {LIVE.format(a='s')} "
+            "AND (s.ns, s.key) > (p.after_ns, p.after_key) ORDER BY s.ns, s.key LIMIT %s"
         )
+        (rows,) = yield Round([Statement(sql, [family, limit])])
         if not rows:
             # Filled: build the ANN index once, now (not row by row during the fill), as bulk loads do.
             shadow = self.shadow.vectors(self.target)
@@ -165,15 +161,11 @@ class PostgresReindex:
         shadow = self.shadow.vectors(spec)
         known: dict[str, str] = {}
         if hashes:
-            (found,) = yield Round(
-                [
-                    Statement(
-                        f"SELECT DISTINCT ON (text_hash) text_hash, embedding::text FROM {shadow} "
-                        "WHERE text_hash = ANY(%s)",
-                        [hashes],
-                    )
-                ]
+            sql = (
+                f"SELECT DISTINCT ON (text_hash) text_hash, embedding::text FROM {shadow} "
+                "WHERE text_hash = ANY(%s)"
             )
+            (found,) = yield Round([Statement(sql, [hashes])])
             known = dict(found)
         vectors = yield from embed_missing(spec, wanted, known, vec_literal, spec.embeddings)
         source, params = row_source(KEY, [(ns, key) for ns, key, _ in rows])
@@ -214,15 +206,11 @@ class PostgresReindex:
         yield Round(
             [Statement(f"LOCK TABLE {t.store} IN SHARE ROW EXCLUSIVE MODE", fetch=False)], tx=True
         )
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT s.ns, s.key, s.value FROM {t.store} s, {self._state} p "
-                    f"WHERE p.source = %s AND {LIVE.format(a='s')} AND s.updated_at >= p.started_at",
-                    [family],
-                )
-            ]
+        sql = (
+            f"SELECT s.ns, s.key, s.value FROM {t.store} s, {self._state} p "
+            f"WHERE p.source = %s AND {LIVE.format(a='s')} AND s.updated_at >= p.started_at"
         )
+        (rows,) = yield Round([Statement(sql, [family])])
         catch_up = (yield from self._embed_rows(rows)) if rows else []
         (recorded,) = yield Round([Statement(f"SELECT vectors, generation FROM {t.embedders}")])
         # Every current table of the prefix goes (the store's items now live in the new one alone):

@@ -66,15 +66,11 @@ def write_vectors(t: Tables, spec: IndexSpec, writes: list[Write]) -> Steps[Item
     known: dict[str, str] = {}
     if keys:
         source, params = row_source(KEY, keys)
-        (stored,) = yield Round(
-            [
-                Statement(
-                    f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
-                    f"JOIN {source} ON v.ns = r.ns AND v.key = r.key",
-                    params,
-                )
-            ],
+        sql = (
+            f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
+            f"JOIN {source} ON v.ns = r.ns AND v.key = r.key"
         )
+        (stored,) = yield Round([Statement(sql, params)])
         known = {h: emb for _, _, h, emb in stored}
     return (yield from embed_missing(spec, wanted, known, vec_literal))
 
@@ -222,13 +218,8 @@ def refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:
 def sweep_plan(t: Tables) -> Steps[int]:
     """Delete expired items; then, under a short table lock that waits out in-flight writers, drop
     namespace rows that no longer hold any item. Returns how many items went."""
-    (expired,) = yield Round(
-        [
-            Statement(
-                f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"
-            )
-        ]
-    )
+    sql = f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"
+    (expired,) = yield Round([Statement(sql)])
     yield Round(
         [
             Statement(f"LOCK TABLE {t.namespaces} IN SHARE ROW EXCLUSIVE MODE", fetch=False),
