@@ -4,8 +4,8 @@ store's parts are made with (its search stats, its probe, its bulk-load and rein
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
 from langgraph.store.base import Op, PutOp, Result, TTLConfig
 
@@ -31,6 +31,8 @@ from langmem_adapters.postgres.search import COLD, EF_SEARCH, EXACT_BELOW
 from langmem_adapters.postgres.stats import PostgresStats
 
 __all__ = ["PostgresBackend"]
+
+R = TypeVar("R")
 
 
 class PostgresBackend(Store[PostgresStats]):
@@ -67,10 +69,7 @@ class PostgresBackend(Store[PostgresStats]):
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
         behind the embedder identity check."""
         ops = list(ops)
-        return guarded(
-            self._guard,
-            self.index_spec,
-            self._identity_access,
+        return self._guarded(
             lambda: (
                 put_if_absent_plan(self._current_tables(), self.index_spec, cast(PutOp, ops[0]))
                 if if_absent
@@ -78,6 +77,11 @@ class PostgresBackend(Store[PostgresStats]):
             ),
             ops,
         )
+
+    def _guarded(self, build: Callable[[], Steps[R]], ops: list[Op] | None = None) -> Steps[R]:
+        """The plan ``build`` makes, behind this store's embedder identity check
+        (:func:`~langmem_adapters.core.identity.guarded`)."""
+        return guarded(self._guard, self.index_spec, self._identity_access, build, ops)
 
     def _reindex_job(self, target: IndexSpec, identity: Identity) -> PostgresReindex:
         """The plans re-embedding this store into ``target`` (see :meth:`reindex`)."""
@@ -114,12 +118,7 @@ class PostgresBackend(Store[PostgresStats]):
 
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
-        return guarded(
-            self._guard,
-            self.index_spec,
-            self._identity_access,
-            lambda: restore_plan(self._current_tables(), self.index_spec, records),
-        )
+        return self._guarded(lambda: restore_plan(self._current_tables(), self.index_spec, records))
 
     def _bulk_start_plan(self) -> Steps[bool] | None:
         """A bulk load's start: drop the ANN index of an empty vector table, after the identity
@@ -127,12 +126,7 @@ class PostgresBackend(Store[PostgresStats]):
         spec = self.index_spec
         if spec is None or spec.kind == "exact":
             return None
-        return guarded(
-            self._guard,
-            spec,
-            self._identity_access,
-            lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec),
-        )
+        return self._guarded(lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec))
 
     def _bulk_finish_plan(self) -> Steps[bool] | None:
         """A bulk load's end: build the ANN index if it is missing, then analyze the tables
@@ -160,11 +154,8 @@ class PostgresBackend(Store[PostgresStats]):
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
         host, _, dbname = address(getattr(self, "conn", None))
-        index = (
-            f", index=dims {self.index_spec.dims} {self.index_spec.distance}"
-            if self.index_spec
-            else ""
-        )
+        spec = self.index_spec
+        index = f", index=dims {spec.dims} {spec.distance}" if spec else ""
         replicas = f", replicas={len(self._routing.replicas)}" if self._routing else ""
         return (
             f"{type(self).__name__}(host={host!r}, dbname={dbname!r}, "

@@ -176,14 +176,12 @@ class PostgresReindex:
                 fetch=False,
             )
         ]
-        cells: list[tuple[str, ...]] = [
-            (ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got
-        ]
-        if cells:
-            config = spec.hybrid.text_config if spec.hybrid is not None else None
-            # A hybrid store's rows keep their tsvector too.
-            texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
-            source, params, tsv, tsv_value = vector_row_source(cells, config, texts)
+        config = spec.hybrid.text_config if spec.hybrid is not None else None
+        # A hybrid store's rows keep their tsvector too.
+        texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
+        inserted = vector_row_source(vectors, config, texts)
+        if inserted is not None:
+            source, params, tsv, tsv_value = inserted
             statements.append(
                 Statement(
                     f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "

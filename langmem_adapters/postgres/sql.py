@@ -253,13 +253,17 @@ def tsvector_sql(config: str, text: str) -> str:
 
 
 def vector_row_source(
-    rows: Sequence[tuple[str, ...]],
+    vectors: Mapping[tuple[str, str], Sequence[tuple[str, str, str]]],
     config: str | None,
     texts: Mapping[str, str] | None,
-) -> VectorRows:
-    """The rows ``(ns, key, field, text hash, vector literal)`` to insert into a vector table; with
-    a text-search ``config`` and the ``texts`` by hash (a hybrid store's write), each row's text
-    too, so the insert computes its ``tsvector`` in the same statement."""
+) -> VectorRows | None:
+    """Items' vectors (``field, text hash, vector literal`` by item) as the rows ``(ns, key, field,
+    text hash, vector literal)`` to insert into a vector table (``None``: there are none); with a
+    text-search ``config`` and the ``texts`` by hash (a hybrid store's write), each row's text too,
+    so the insert computes its ``tsvector`` in the same statement."""
+    rows = [(ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got]
+    if not rows:
+        return None
     columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
     cells: list[tuple[str, ...]] = list(rows)
     tsv = tsv_value = ""

@@ -173,12 +173,10 @@ def _vector_statements(
         stale += f" AND (v.ns, v.key, v.field) NOT IN (SELECT r.ns, r.key, r.field FROM {kept})"
         params += kept_params
     vector_statements.append(Statement(stale, params, fetch=False))
-    rows: list[tuple[str, ...]] = [
-        (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
-    ]
-    if rows:
-        config = spec.hybrid.text_config if spec.hybrid is not None else None
-        source, params, tsv, tsv_value = vector_row_source(rows, config, texts)
+    config = spec.hybrid.text_config if spec.hybrid is not None else None
+    inserted = vector_row_source(vectors, config, texts)
+    if inserted is not None:
+        source, params, tsv, tsv_value = inserted
         tsv_set, tsv_stale = ", tsv = NULL", ""  # changed text: a non-hybrid store drops its words
         if tsv:
             # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
