@@ -58,7 +58,7 @@ class PostgresBackend(Store[PostgresStats]):
         retry: float,
     ) -> None:
         """What both constructors do before any I/O: configure, check the ANN options, name the
-        tables, make the search stats and route reads to ``replicas`` (``None``: no replicas)."""
+        tables, make the search stats and route reads to ``replicas`` (no routing without any)."""
         self._configure(index, ttl)
         check_ann(self.index_spec)
         self.tables = Tables(table_prefix)

@@ -25,11 +25,10 @@ from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres.bulk import build_index_plan
 from langmem_adapters.postgres.schema import Tables, lexical_index_ddl, vector_ddl
 from langmem_adapters.postgres.sql import (
-    KEY,
     LIVE,
     Round,
     Statement,
-    row_source,
+    delete_rows,
     vec_literal,
     vector_row_source,
 )
@@ -137,13 +136,12 @@ class PostgresReindex:
             yield from build_index_plan(shadow, self.target, analyze=(self.t.store,))
             return None
         statements = yield from self._embed_rows(rows)
+        sql = (
+            f"UPDATE {self._state} SET after_ns = %s, after_key = %s, done = done + %s "
+            "WHERE source = %s"
+        )
         statements.append(
-            Statement(
-                f"UPDATE {self._state} SET after_ns = %s, after_key = %s, done = done + %s "
-                "WHERE source = %s",
-                [rows[-1][0], rows[-1][1], len(rows), family],
-                fetch=False,
-            )
+            Statement(sql, [rows[-1][0], rows[-1][1], len(rows), family], fetch=False)
         )
         yield Round(statements, tx=True)
         self.done += len(rows)
@@ -168,29 +166,19 @@ class PostgresReindex:
             (found,) = yield Round([Statement(sql, [hashes])])
             known = dict(found)
         vectors = yield from embed_missing(spec, wanted, known, vec_literal, spec.embeddings)
-        source, params = row_source(KEY, [(ns, key) for ns, key, _ in rows])
-        statements = [
-            Statement(
-                f"DELETE FROM {shadow} v USING {source} WHERE v.ns = r.ns AND v.key = r.key",
-                params,
-                fetch=False,
-            )
-        ]
+        statements = [delete_rows(shadow, [(ns, key) for ns, key, _ in rows])]
         config = spec.hybrid.text_config if spec.hybrid is not None else None
         # A hybrid store's rows keep their tsvector too.
         texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
         inserted = vector_row_source(vectors, config, texts)
         if inserted is not None:
             source, params, tsv, tsv_value = inserted
-            statements.append(
-                Statement(
-                    f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "
-                    f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} "
-                    f"FROM {source} JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key",
-                    params,
-                    fetch=False,
-                )
+            sql = (
+                f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "
+                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} "
+                f"FROM {source} JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key"
             )
+            statements.append(Statement(sql, params, fetch=False))
         return statements
 
     def finish(self) -> list[Callable[[], Steps[None]]]:

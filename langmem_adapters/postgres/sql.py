@@ -34,6 +34,7 @@ __all__ = [
     "VectorRow",
     "VectorRows",
     "compose",
+    "delete_rows",
     "filter_sql",
     "item_of",
     "keep_floats",
@@ -238,6 +239,14 @@ def row_source(
         f"(SELECT {picks} FROM jsonb_array_elements(%s::jsonb) AS j(r)) AS r({names})",
         [carrier],
     )
+
+
+def delete_rows(table: str, keys: Sequence[tuple[str, str]]) -> Statement:
+    """Delete the rows of ``table`` (the items table, or a vector table) of these items
+    (``(namespace text, key)``)."""
+    source, params = row_source(KEY, keys)
+    sql = f"DELETE FROM {table} d USING {source} WHERE d.ns = r.ns AND d.key = r.key"
+    return Statement(sql, params, fetch=False)
 
 
 VectorRows = tuple[str, list[Any], str, str]

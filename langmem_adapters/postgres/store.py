@@ -122,9 +122,9 @@ class PostgresStore(PostgresBackend, SyncStore[PostgresStats]):
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)
-            if not isinstance(conn, ConnectionPool):
-                # Close the store's current connection: a reconnect may have replaced ``conn``.
-                stack.callback(lambda: store.conn.close())
+            # Close the store's current connection (a reconnect may have replaced ``conn``; a pool
+            # is closed by the stack).
+            stack.callback(store._connections.close)
             # Before the connection closes: the sweeper and a calibration check in flight stop.
             stack.callback(store._stop_background)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
@@ -217,9 +217,8 @@ class AsyncPostgresStore(PostgresBackend, AsyncStore[PostgresStats]):
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)
-            if not isinstance(conn, AsyncConnectionPool):
-                # Close the store's current connection: a reconnect may have replaced ``conn``.
-                stack.push_async_callback(lambda: store.conn.close())
+            # Close the store's current connection (see PostgresStore.from_conn_string).
+            stack.push_async_callback(store._connections.close)
             # Before the connection closes: the sweeper and a calibration check in flight stop.
             stack.push_async_callback(store._stop_background)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):

@@ -19,6 +19,7 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
+    delete_rows,
     keep_floats,
     row_source,
     vec_literal,
@@ -92,7 +93,8 @@ def write_statements(
     writes = sorted(writes, key=lambda w: (nsp.join(w.namespace), w.key))
     deletes = [w for w in writes if w.value_json is None]
     puts = [w for w in writes if w.value_json is not None]
-    statements = [_delete_statement(t, deletes)] if deletes else []
+    deleted = [(nsp.join(w.namespace), w.key) for w in deletes]
+    statements = [delete_rows(t.store, deleted)] if deletes else []  # their vectors cascade
     if not puts:
         return statements, []
     conflict = _CONFLICT["restore" if stamps is not None else "if_absent" if if_absent else "put"]
@@ -104,16 +106,6 @@ def write_statements(
         texts = {h: x for rows in texts_to_embed(spec, puts).values() for _, h, x in rows}
     put_keys = [(nsp.join(w.namespace), w.key) for w in puts]
     return statements, _vector_statements(t, spec, put_keys, vectors, texts)
-
-
-def _delete_statement(t: Tables, deletes: list[Write]) -> Statement:
-    """Delete the items (their vectors cascade)."""
-    source, params = row_source(KEY, [(nsp.join(w.namespace), w.key) for w in deletes])
-    return Statement(
-        f"DELETE FROM {t.store} s USING {source} WHERE s.ns = r.ns AND s.key = r.key",
-        params,
-        fetch=False,
-    )
 
 
 def _upsert_statement(
@@ -181,17 +173,14 @@ def _vector_statements(
         if tsv:
             # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
             tsv_set, tsv_stale = ", tsv = excluded.tsv", " OR v.tsv IS NULL"
-        vector_statements.append(
-            Statement(
-                f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
-                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source} "
-                f"ON CONFLICT (ns, key, field) DO UPDATE "
-                f"SET text_hash = excluded.text_hash, embedding = excluded.embedding{tsv_set} "
-                f"WHERE v.text_hash <> excluded.text_hash{tsv_stale}",
-                params,
-                fetch=False,
-            )
+        sql = (
+            f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
+            f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source} "
+            f"ON CONFLICT (ns, key, field) DO UPDATE "
+            f"SET text_hash = excluded.text_hash, embedding = excluded.embedding{tsv_set} "
+            f"WHERE v.text_hash <> excluded.text_hash{tsv_stale}"
         )
+        vector_statements.append(Statement(sql, params, fetch=False))
     return vector_statements
 
 
