@@ -4,11 +4,10 @@ store's parts are made with (its search stats, its probe, its bulk-load and rein
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
-from langgraph.store.base import Op, PutOp, Result
-from psycopg.conninfo import conninfo_to_dict
+from langgraph.store.base import Op, PutOp, Result, TTLConfig
 
 from langmem_adapters.core.calibrated import Tuning
 from langmem_adapters.core.drive import Steps
@@ -22,15 +21,18 @@ from langmem_adapters.postgres.bulk import build_index_plan, drop_if_empty_plan
 from langmem_adapters.postgres.export import items_plan, restore_plan
 from langmem_adapters.postgres.identity import PostgresIdentity
 from langmem_adapters.postgres.namespaces import count_plan, delete_namespace_plan
+from langmem_adapters.postgres.opening import PostgresIndexConfig, address
 from langmem_adapters.postgres.plan import plan, put_if_absent_plan
 from langmem_adapters.postgres.probe import PostgresProbe
 from langmem_adapters.postgres.reindex import PostgresReindex
-from langmem_adapters.postgres.replicas import ReadStats, Routing
+from langmem_adapters.postgres.replicas import ReadStats, Replica, Routing
 from langmem_adapters.postgres.schema import Tables, check_ann
 from langmem_adapters.postgres.search import COLD, EF_SEARCH, EXACT_BELOW
 from langmem_adapters.postgres.stats import PostgresStats
 
 __all__ = ["PostgresBackend"]
+
+R = TypeVar("R")
 
 
 class PostgresBackend(Store[PostgresStats]):
@@ -47,21 +49,27 @@ class PostgresBackend(Store[PostgresStats]):
         """Fresh search stats for the current index (measured anew)."""
         return PostgresStats(calibration=self._calibration.calibrator(self.index_spec))
 
-    def _prepare(self, table_prefix: str) -> None:
-        """After ``_configure``: check the ANN options, name the tables, make the search stats,
-        before any I/O."""
+    def _prepare(
+        self,
+        index: PostgresIndexConfig | None,
+        ttl: TTLConfig | None,
+        table_prefix: str,
+        replicas: list[Replica[Any]],
+        retry: float,
+    ) -> None:
+        """What both constructors do before any I/O: configure, check the ANN options, name the
+        tables, make the search stats and route reads to ``replicas`` (no routing without any)."""
+        self._configure(index, ttl)
         check_ann(self.index_spec)
         self.tables = Tables(table_prefix)
         self._stats = self._new_stats()
+        self._routing = Routing(replicas, retry=retry) if replicas else None
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[list[Result] | bool]:
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
         behind the embedder identity check."""
         ops = list(ops)
-        return guarded(
-            self._guard,
-            self.index_spec,
-            self._identity_access,
+        return self._guarded(
             lambda: (
                 put_if_absent_plan(self._current_tables(), self.index_spec, cast(PutOp, ops[0]))
                 if if_absent
@@ -69,6 +77,11 @@ class PostgresBackend(Store[PostgresStats]):
             ),
             ops,
         )
+
+    def _guarded(self, build: Callable[[], Steps[R]], ops: list[Op] | None = None) -> Steps[R]:
+        """The plan ``build`` makes, behind this store's embedder identity check
+        (:func:`~langmem_adapters.core.identity.guarded`)."""
+        return guarded(self._guard, self.index_spec, self._identity_access, build, ops)
 
     def _reindex_job(self, target: IndexSpec, identity: Identity) -> PostgresReindex:
         """The plans re-embedding this store into ``target`` (see :meth:`reindex`)."""
@@ -105,12 +118,7 @@ class PostgresBackend(Store[PostgresStats]):
 
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """One page of ``restore`` (:func:`~langmem_adapters.postgres.export.restore_plan`)."""
-        return guarded(
-            self._guard,
-            self.index_spec,
-            self._identity_access,
-            lambda: restore_plan(self._current_tables(), self.index_spec, records),
-        )
+        return self._guarded(lambda: restore_plan(self._current_tables(), self.index_spec, records))
 
     def _bulk_start_plan(self) -> Steps[bool] | None:
         """A bulk load's start: drop the ANN index of an empty vector table, after the identity
@@ -118,12 +126,7 @@ class PostgresBackend(Store[PostgresStats]):
         spec = self.index_spec
         if spec is None or spec.kind == "exact":
             return None
-        return guarded(
-            self._guard,
-            spec,
-            self._identity_access,
-            lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec),
-        )
+        return self._guarded(lambda: drop_if_empty_plan(self._current_tables().vectors(spec), spec))
 
     def _bulk_finish_plan(self) -> Steps[bool] | None:
         """A bulk load's end: build the ANN index if it is missing, then analyze the tables
@@ -150,19 +153,11 @@ class PostgresBackend(Store[PostgresStats]):
 
     def __repr__(self) -> str:
         """Where the store points, never with credentials (safe to log or show in a notebook)."""
-        conn: Any = getattr(self, "conn", None)
-        if hasattr(conn, "info"):
-            where = {"host": conn.info.host, "dbname": conn.info.dbname}
-        else:
-            params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
-            where = {"host": params.get("host"), "dbname": params.get("dbname")}
-        index = (
-            f", index=dims {self.index_spec.dims} {self.index_spec.distance}"
-            if self.index_spec
-            else ""
-        )
+        host, _, dbname = address(getattr(self, "conn", None))
+        spec = self.index_spec
+        index = f", index=dims {spec.dims} {spec.distance}" if spec else ""
         replicas = f", replicas={len(self._routing.replicas)}" if self._routing else ""
         return (
-            f"{type(self).__name__}(host={where['host']!r}, dbname={where['dbname']!r}, "
+            f"{type(self).__name__}(host={host!r}, dbname={dbname!r}, "
             f"table_prefix={self.tables.prefix!r}{index}{replicas})"
         )

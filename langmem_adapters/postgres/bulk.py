@@ -73,14 +73,8 @@ def build_index_plan(
     ddl = ann_index_ddl(table, spec)
     if ddl is None:
         return False
-    (found,) = yield Round(
-        [
-            Statement(
-                "SELECT to_regclass(%s) IS NULL AND to_regclass(%s) IS NOT NULL",
-                [ann_index_name(table, spec), table],
-            )
-        ]
-    )
+    sql = "SELECT to_regclass(%s) IS NULL AND to_regclass(%s) IS NOT NULL"
+    (found,) = yield Round([Statement(sql, [ann_index_name(table, spec), table])])
     if not found[0][0]:
         return False
     (count,) = yield Round([Statement(f"SELECT count(*) FROM {table}")])

@@ -159,7 +159,8 @@ class Connections:
         """A connection to hold until :meth:`give_back`: pooled (with the pool's context for it),
         or the store's own under its lock."""
         if isinstance(self.conn, ConnectionPool):
-            # Queue here, without a deadline, rather than in the pool, whose wait times out.
+            # Queue here, without a deadline, rather than in the pool, whose wait times out: many
+            # concurrent callers then take turns instead of failing with PoolTimeout.
             self._slots.acquire()
             try:
                 pooled = self.conn.connection()
@@ -217,9 +218,7 @@ class AsyncConnections:
     async def take(self) -> tuple[psycopg.AsyncConnection[Any], AsyncPooled | None]:
         """A connection to hold until :meth:`give_back` (see :meth:`Connections.take`)."""
         if isinstance(self.conn, AsyncConnectionPool):
-            # Queue here, without a deadline, rather than in the pool, whose wait times out: many
-            # concurrent tasks then take turns instead of failing with PoolTimeout.
-            await self._slots.acquire()
+            await self._slots.acquire()  # queue here, as Connections.take does
             try:
                 pooled = self.conn.connection()
                 return await pooled.__aenter__(), pooled
@@ -397,5 +396,4 @@ class AsyncSession(
             await self._connections.give_back(self._pooled, *ended)
 
     async def _committed(self) -> None:
-        """After the plan committed, before the connection goes back (see
-        :meth:`Session._committed`)."""
+        """After the plan committed (see :meth:`Session._committed`)."""

@@ -22,16 +22,12 @@ def items_plan(t: Tables, prefix: tuple[str, ...], after: Cursor, limit: int) ->
     by namespace text then key (the ``COLLATE "C"`` primary key order, read straight off its index),
     and the cursor of the last one (``None`` when the page came back short: nothing follows)."""
     ns_sql, ns_params = ns_condition("s.ns", prefix)
-    (rows,) = yield Round(
-        [
-            Statement(
-                "SELECT s.ns, s.key, s.value, s.created_at, s.updated_at, s.expires_at, "
-                f"s.ttl_minutes FROM {t.store} s WHERE {ns_sql} AND {LIVE.format(a='s')} "
-                "AND (s.ns, s.key) > (%s, %s) ORDER BY s.ns, s.key LIMIT %s",
-                [*ns_params, *after, limit],
-            )
-        ]
+    sql = (
+        "SELECT s.ns, s.key, s.value, s.created_at, s.updated_at, s.expires_at, "
+        f"s.ttl_minutes FROM {t.store} s WHERE {ns_sql} AND {LIVE.format(a='s')} "
+        "AND (s.ns, s.key) > (%s, %s) ORDER BY s.ns, s.key LIMIT %s"
     )
+    (rows,) = yield Round([Statement(sql, [*ns_params, *after, limit])])
     items = [
         StoredItem(nsp.split(ns), key, value, created, updated, expires, ttl)
         for ns, key, value, created, updated, expires, ttl in rows

@@ -52,13 +52,8 @@ class PostgresIdentity:
 
 def generation_plan(t: Tables, spec: IndexSpec) -> Steps[int]:
     """The generation of the family's current vector table (0 when none is recorded)."""
-    (rows,) = yield Round(
-        [
-            Statement(
-                f"SELECT generation FROM {t.embedders} WHERE vectors = %s", [t.vector_family(spec)]
-            )
-        ]
-    )
+    sql = f"SELECT generation FROM {t.embedders} WHERE vectors = %s"
+    (rows,) = yield Round([Statement(sql, [t.vector_family(spec)])])
     return int(rows[0][0]) if rows else 0
 
 

@@ -319,33 +319,24 @@ def backfill_plan(t: Tables, spec: IndexSpec, hybrid: HybridSpec) -> Steps[int]:
     after: tuple[str, str, str] = ("", "", "")
     filled = 0
     while True:
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT v.ns, v.key, v.field, v.text_hash, s.value FROM {vt} v "
-                    f"JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key "
-                    f"WHERE v.tsv IS NULL AND (v.ns, v.key, v.field) > (%s, %s, %s) "
-                    f"ORDER BY v.ns, v.key, v.field LIMIT {BACKFILL_PAGE}",
-                    list(after),
-                )
-            ]
+        select = (
+            f"SELECT v.ns, v.key, v.field, v.text_hash, s.value FROM {vt} v "
+            f"JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key "
+            f"WHERE v.tsv IS NULL AND (v.ns, v.key, v.field) > (%s, %s, %s) "
+            f"ORDER BY v.ns, v.key, v.field LIMIT {BACKFILL_PAGE}"
         )
+        (rows,) = yield Round([Statement(select, list(after))])
         if not rows:
             return filled
         cells = [(ns, key, f, h, _indexed_text(value, f, h) or "") for ns, key, f, h, value in rows]
         columns = (("ns", "text"), ("key", "text"), ("field", "text"), ("h", "text"), ("x", "text"))
         source, params = sql.row_source(columns, cells)
-        yield Round(
-            [
-                Statement(
-                    f"UPDATE {vt} v SET tsv = {sql.tsvector_sql(hybrid.text_config, 'r.x')} "
-                    f"FROM {source} WHERE v.ns = r.ns AND v.key = r.key AND v.field = r.field "
-                    f"AND v.text_hash = r.h AND v.tsv IS NULL",
-                    params,
-                    fetch=False,
-                )
-            ]
+        update = (
+            f"UPDATE {vt} v SET tsv = {sql.tsvector_sql(hybrid.text_config, 'r.x')} "
+            f"FROM {source} WHERE v.ns = r.ns AND v.key = r.key AND v.field = r.field "
+            f"AND v.text_hash = r.h AND v.tsv IS NULL"
         )
+        yield Round([Statement(update, params, fetch=False)])
         filled += len(rows)
         after = (rows[-1][0], rows[-1][1], rows[-1][2])
         if len(rows) < BACKFILL_PAGE:

@@ -21,15 +21,8 @@ def count_plan(t: Tables, prefix: tuple[str, ...], conditions: tuple[Condition, 
     """The number of live items at or below ``prefix`` whose values match ``conditions``."""
     ns_sql, ns_params = ns_condition("s.ns", prefix)
     where, params = filter_sql(conditions, "s.value")
-    (rows,) = yield Round(
-        [
-            Statement(
-                f"SELECT count(*) FROM {t.store} s WHERE {ns_sql} AND {LIVE.format(a='s')} "
-                f"AND {where}",
-                [*ns_params, *params],
-            )
-        ]
-    )
+    sql = f"SELECT count(*) FROM {t.store} s WHERE {ns_sql} AND {LIVE.format(a='s')} AND {where}"
+    (rows,) = yield Round([Statement(sql, [*ns_params, *params])])
     return int(rows[0][0])
 
 

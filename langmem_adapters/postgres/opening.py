@@ -25,6 +25,7 @@ __all__ = [
     "ANNIndexConfig",
     "PoolConfig",
     "PostgresIndexConfig",
+    "address",
     "async_primary",
     "async_replica",
     "primary",
@@ -62,13 +63,18 @@ class PostgresIndexConfig(IndexConfig, total=False):
     ann_index_config: ANNIndexConfig
 
 
+def address(conn: Any) -> tuple[Any, Any, Any]:
+    """The host, port and database a connection, pool or replica connection points at (any may be
+    ``None``), never with credentials."""
+    if hasattr(conn, "info"):
+        return conn.info.host, conn.info.port, conn.info.dbname
+    params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
+    return params.get("host"), params.get("port"), params.get("dbname")
+
+
 def where(conn: Any) -> str:
     """A server's address for stats and messages, never with credentials."""
-    if hasattr(conn, "info"):
-        host, port, dbname = conn.info.host, conn.info.port, conn.info.dbname
-    else:
-        params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
-        host, port, dbname = params.get("host"), params.get("port"), params.get("dbname")
+    host, port, dbname = address(conn)
     return f"{host}:{port or 5432}/{dbname or ''}"
 
 

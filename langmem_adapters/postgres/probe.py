@@ -47,13 +47,8 @@ class PostgresProbe:
 
     def sample(self, n: int) -> Steps[list[list[float]]]:
         """Up to ``n`` stored vectors at random."""
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT embedding::text FROM {self.table} ORDER BY random() LIMIT {int(n)}"
-                )
-            ]
-        )
+        sql = f"SELECT embedding::text FROM {self.table} ORDER BY random() LIMIT {int(n)}"
+        (rows,) = yield Round([Statement(sql)])
         return [json.loads(r[0]) for r in rows]
 
     def query(self, vector: list[float]) -> str:
@@ -67,7 +62,7 @@ class PostgresProbe:
             f"ORDER BY {self.dist} + 0 LIMIT {int(k)}"
         )
         rows = yield Round([Statement(sql, [q, q]) for q in queries])
-        return [[((r[0], r[1], r[2]), float(r[3])) for r in got] for got in rows]
+        return _hits(rows)
 
     def ann(self, queries: Sequence[str], k: int, breadth: int) -> Steps[list[list[Hit]]]:
         """The index's ``k`` nearest rows of each query at ``hnsw.ef_search = breadth`` (settings
@@ -82,7 +77,7 @@ class PostgresProbe:
             f"ORDER BY {self.dist} LIMIT {int(k)}"
         )
         rows = yield Round([settings, *(Statement(sql, [q, q]) for q in queries)], tx=True)
-        return [[((r[0], r[1], r[2]), float(r[3])) for r in got] for got in rows[1:]]
+        return _hits(rows[1:])
 
     def kept(self) -> Steps[str | None]:
         """The measurement kept for this index (``None``: none, or a schema set up before the
@@ -90,30 +85,25 @@ class PostgresProbe:
         (rows,) = yield Round([Statement("SELECT to_regclass(%s) IS NOT NULL", [self.kept_in])])
         if not rows[0][0]:
             return None
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT measurement::text FROM {self.kept_in} WHERE idx = %s", [self.index]
-                )
-            ]
-        )
+        sql = f"SELECT measurement::text FROM {self.kept_in} WHERE idx = %s"
+        (rows,) = yield Round([Statement(sql, [self.index])])
         return str(rows[0][0]) if rows else None
 
     def keep(self, measurement: str) -> Steps[None]:
         """Keep ``measurement`` for this index (nothing where the table is not set up yet)."""
         (rows,) = yield Round([Statement("SELECT to_regclass(%s) IS NOT NULL", [self.kept_in])])
         if rows[0][0]:
-            yield Round(
-                [
-                    Statement(
-                        f"INSERT INTO {self.kept_in} (idx, measurement) VALUES (%s, %s::jsonb) "
-                        "ON CONFLICT (idx) DO UPDATE SET measurement = excluded.measurement, "
-                        "updated_at = now()",
-                        [self.index, measurement],
-                        fetch=False,
-                    )
-                ]
+            sql = (
+                f"INSERT INTO {self.kept_in} (idx, measurement) VALUES (%s, %s::jsonb) "
+                "ON CONFLICT (idx) DO UPDATE SET measurement = excluded.measurement, "
+                "updated_at = now()"
             )
+            yield Round([Statement(sql, [self.index, measurement], fetch=False)])
+
+
+def _hits(rows: Answer) -> list[list[Hit]]:
+    """Each query's rows (``ns, key, field, distance``) as hits."""
+    return [[((r[0], r[1], r[2]), float(r[3])) for r in got] for got in rows]
 
 
 @contextmanager

@@ -25,11 +25,10 @@ from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres.bulk import build_index_plan
 from langmem_adapters.postgres.schema import Tables, lexical_index_ddl, vector_ddl
 from langmem_adapters.postgres.sql import (
-    KEY,
     LIVE,
     Round,
     Statement,
-    row_source,
+    delete_rows,
     vec_literal,
     vector_row_source,
 )
@@ -123,16 +122,12 @@ class PostgresReindex:
         """The next ``limit`` live items after the recorded position, re-embedded into the shadow
         with the new position, in one transaction; ``None`` when none is left."""
         family = self.t.vector_family(self.source)
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT s.ns, s.key, s.value FROM {self.t.store} s, {self._state} p "
-                    f"WHERE p.source = %s AND {LIVE.format(a='s')} "
-                    "AND (s.ns, s.key) > (p.after_ns, p.after_key) ORDER BY s.ns, s.key LIMIT %s",
-                    [family, limit],
-                )
-            ]
+        sql = (
+            f"SELECT s.ns, s.key, s.value FROM {self.t.store} s, {self._state} p "
+            f"WHERE p.source = %s AND {LIVE.format(a='s')} "
+            "AND (s.ns, s.key) > (p.after_ns, p.after_key) ORDER BY s.ns, s.key LIMIT %s"
         )
+        (rows,) = yield Round([Statement(sql, [family, limit])])
         if not rows:
             # Filled: build the ANN index once, now (not row by row during the fill), as bulk loads do.
             shadow = self.shadow.vectors(self.target)
@@ -141,13 +136,12 @@ class PostgresReindex:
             yield from build_index_plan(shadow, self.target, analyze=(self.t.store,))
             return None
         statements = yield from self._embed_rows(rows)
+        sql = (
+            f"UPDATE {self._state} SET after_ns = %s, after_key = %s, done = done + %s "
+            "WHERE source = %s"
+        )
         statements.append(
-            Statement(
-                f"UPDATE {self._state} SET after_ns = %s, after_key = %s, done = done + %s "
-                "WHERE source = %s",
-                [rows[-1][0], rows[-1][1], len(rows), family],
-                fetch=False,
-            )
+            Statement(sql, [rows[-1][0], rows[-1][1], len(rows), family], fetch=False)
         )
         yield Round(statements, tx=True)
         self.done += len(rows)
@@ -165,42 +159,26 @@ class PostgresReindex:
         shadow = self.shadow.vectors(spec)
         known: dict[str, str] = {}
         if hashes:
-            (found,) = yield Round(
-                [
-                    Statement(
-                        f"SELECT DISTINCT ON (text_hash) text_hash, embedding::text FROM {shadow} "
-                        "WHERE text_hash = ANY(%s)",
-                        [hashes],
-                    )
-                ]
+            sql = (
+                f"SELECT DISTINCT ON (text_hash) text_hash, embedding::text FROM {shadow} "
+                "WHERE text_hash = ANY(%s)"
             )
+            (found,) = yield Round([Statement(sql, [hashes])])
             known = dict(found)
         vectors = yield from embed_missing(spec, wanted, known, vec_literal, spec.embeddings)
-        source, params = row_source(KEY, [(ns, key) for ns, key, _ in rows])
-        statements = [
-            Statement(
-                f"DELETE FROM {shadow} v USING {source} WHERE v.ns = r.ns AND v.key = r.key",
-                params,
-                fetch=False,
+        statements = [delete_rows(shadow, [(ns, key) for ns, key, _ in rows])]
+        config = spec.hybrid.text_config if spec.hybrid is not None else None
+        # A hybrid store's rows keep their tsvector too.
+        texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
+        inserted = vector_row_source(vectors, config, texts)
+        if inserted is not None:
+            source, params, tsv, tsv_value = inserted
+            sql = (
+                f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "
+                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} "
+                f"FROM {source} JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key"
             )
-        ]
-        cells: list[tuple[str, ...]] = [
-            (ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got
-        ]
-        if cells:
-            config = spec.hybrid.text_config if spec.hybrid is not None else None
-            # A hybrid store's rows keep their tsvector too.
-            texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
-            source, params, tsv, tsv_value = vector_row_source(cells, config, texts)
-            statements.append(
-                Statement(
-                    f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "
-                    f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} "
-                    f"FROM {source} JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key",
-                    params,
-                    fetch=False,
-                )
-            )
+            statements.append(Statement(sql, params, fetch=False))
         return statements
 
     def finish(self) -> list[Callable[[], Steps[None]]]:
@@ -214,15 +192,11 @@ class PostgresReindex:
         yield Round(
             [Statement(f"LOCK TABLE {t.store} IN SHARE ROW EXCLUSIVE MODE", fetch=False)], tx=True
         )
-        (rows,) = yield Round(
-            [
-                Statement(
-                    f"SELECT s.ns, s.key, s.value FROM {t.store} s, {self._state} p "
-                    f"WHERE p.source = %s AND {LIVE.format(a='s')} AND s.updated_at >= p.started_at",
-                    [family],
-                )
-            ]
+        sql = (
+            f"SELECT s.ns, s.key, s.value FROM {t.store} s, {self._state} p "
+            f"WHERE p.source = %s AND {LIVE.format(a='s')} AND s.updated_at >= p.started_at"
         )
+        (rows,) = yield Round([Statement(sql, [family])])
         catch_up = (yield from self._embed_rows(rows)) if rows else []
         (recorded,) = yield Round([Statement(f"SELECT vectors, generation FROM {t.embedders}")])
         # Every current table of the prefix goes (the store's items now live in the new one alone):

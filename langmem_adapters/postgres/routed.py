@@ -58,7 +58,8 @@ def _replica_kwargs(conninfo: str) -> dict[str, Any]:
 class ReplicaConnection(Connections):
     """A replica's one connection (``from_conn_string`` without ``pool_config``, as the primary
     gets one): opened on first use and again after it was lost, so a replica that is down when the
-    store starts is simply tried by later reads. Used by one plan at a time, under a lock."""
+    store starts is simply tried by later reads. Used by one plan at a time, under a lock (released
+    by :meth:`Connections.give_back`)."""
 
     def __init__(self, conninfo: str) -> None:
         self.conninfo, self._kwargs = conninfo, _replica_kwargs(conninfo)
@@ -75,10 +76,6 @@ class ReplicaConnection(Connections):
             self._lock.release()
             raise
         return self._own, None
-
-    def give_back(self, pooled: Pooled | None, *exc_info: Any) -> None:
-        """Release the lock."""
-        self._lock.release()
 
     def close(self) -> None:
         """Close the connection if it was opened."""
@@ -104,10 +101,6 @@ class AsyncReplicaConnection(AsyncConnections):
             self._lock.release()
             raise
         return self._own, None
-
-    async def give_back(self, pooled: AsyncPooled | None, *exc_info: Any) -> None:
-        """Release the lock."""
-        self._lock.release()
 
     async def close(self) -> None:
         """Close the connection if it was opened."""

@@ -182,12 +182,8 @@ def _recount(
     counts = counts if stats.index.stale() else []
     for p in stale:
         cond, params = ns_condition("v.ns", prefixes[p], estimable=True)
-        counts.append(
-            Statement(
-                f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {cap}) AS v",
-                params,
-            )
-        )
+        sql = f"SELECT count(*) FROM (SELECT 1 FROM {vt} v WHERE {cond} LIMIT {cap}) AS v"
+        counts.append(Statement(sql, params))
     if not counts:
         return
     rows = yield Round(counts)

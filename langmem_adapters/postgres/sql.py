@@ -34,6 +34,7 @@ __all__ = [
     "VectorRow",
     "VectorRows",
     "compose",
+    "delete_rows",
     "filter_sql",
     "item_of",
     "keep_floats",
@@ -240,6 +241,14 @@ def row_source(
     )
 
 
+def delete_rows(table: str, keys: Sequence[tuple[str, str]]) -> Statement:
+    """Delete the rows of ``table`` (the items table, or a vector table) of these items
+    (``(namespace text, key)``)."""
+    source, params = row_source(KEY, keys)
+    sql = f"DELETE FROM {table} d USING {source} WHERE d.ns = r.ns AND d.key = r.key"
+    return Statement(sql, params, fetch=False)
+
+
 VectorRows = tuple[str, list[Any], str, str]
 """A source of vector rows (``r.ns, r.key, r.field, r.h, r.e``, and ``r.x`` with their text), its
 parameters, and the column list and values a hybrid store's insert adds (``", tsv"`` and the
@@ -253,13 +262,17 @@ def tsvector_sql(config: str, text: str) -> str:
 
 
 def vector_row_source(
-    rows: Sequence[tuple[str, ...]],
+    vectors: Mapping[tuple[str, str], Sequence[tuple[str, str, str]]],
     config: str | None,
     texts: Mapping[str, str] | None,
-) -> VectorRows:
-    """The rows ``(ns, key, field, text hash, vector literal)`` to insert into a vector table; with
-    a text-search ``config`` and the ``texts`` by hash (a hybrid store's write), each row's text
-    too, so the insert computes its ``tsvector`` in the same statement."""
+) -> VectorRows | None:
+    """Items' vectors (``field, text hash, vector literal`` by item) as the rows ``(ns, key, field,
+    text hash, vector literal)`` to insert into a vector table (``None``: there are none); with a
+    text-search ``config`` and the ``texts`` by hash (a hybrid store's write), each row's text too,
+    so the insert computes its ``tsvector`` in the same statement."""
+    rows = [(ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got]
+    if not rows:
+        return None
     columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
     cells: list[tuple[str, ...]] = list(rows)
     tsv = tsv_value = ""

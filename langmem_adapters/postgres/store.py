@@ -83,14 +83,9 @@ class PostgresStore(PostgresBackend, SyncStore[PostgresStats]):
         standbys = check_replicas(
             replicas, (psycopg.Connection, ConnectionPool), "connections or pools", replica_retry
         )
-        self._configure(index, ttl)
-        self._prepare(table_prefix)
         self._connections = Connections(conn)
-        self._routing = (
-            Routing([Replica(Connections(r), where(r)) for r in standbys], retry=replica_retry)
-            if standbys
-            else None
-        )
+        routed = [Replica(Connections(r), where(r)) for r in standbys]
+        self._prepare(index, ttl, table_prefix, routed, replica_retry)
 
     @property
     def conn(self) -> psycopg.Connection[Any] | ConnectionPool[Any]:
@@ -127,9 +122,9 @@ class PostgresStore(PostgresBackend, SyncStore[PostgresStats]):
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)
-            if not isinstance(conn, ConnectionPool):
-                # Close the store's current connection: a reconnect may have replaced ``conn``.
-                stack.callback(lambda: store.conn.close())
+            # Close the store's current connection (a reconnect may have replaced ``conn``; a pool
+            # is closed by the stack).
+            stack.callback(store._connections.close)
             # Before the connection closes: the sweeper and a calibration check in flight stop.
             stack.callback(store._stop_background)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
@@ -190,14 +185,9 @@ class AsyncPostgresStore(PostgresBackend, AsyncStore[PostgresStats]):
             "async connections or pools",
             replica_retry,
         )
-        self._configure(index, ttl)
-        self._prepare(table_prefix)
         self._connections = AsyncConnections(conn)
-        self._routing = (
-            Routing([Replica(AsyncConnections(r), where(r)) for r in standbys], retry=replica_retry)
-            if standbys
-            else None
-        )
+        routed = [Replica(AsyncConnections(r), where(r)) for r in standbys]
+        self._prepare(index, ttl, table_prefix, routed, replica_retry)
         self._bind_loop()
 
     @property
@@ -227,9 +217,8 @@ class AsyncPostgresStore(PostgresBackend, AsyncStore[PostgresStats]):
             store = cls(conn, index=index, ttl=ttl, table_prefix=table_prefix)
             if standbys:
                 store._routing = Routing(standbys, retry=replica_retry)
-            if not isinstance(conn, AsyncConnectionPool):
-                # Close the store's current connection: a reconnect may have replaced ``conn``.
-                stack.push_async_callback(lambda: store.conn.close())
+            # Close the store's current connection (see PostgresStore.from_conn_string).
+            stack.push_async_callback(store._connections.close)
             # Before the connection closes: the sweeper and a calibration check in flight stop.
             stack.push_async_callback(store._stop_background)
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):

@@ -19,6 +19,7 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
+    delete_rows,
     keep_floats,
     row_source,
     vec_literal,
@@ -66,15 +67,11 @@ def write_vectors(t: Tables, spec: IndexSpec, writes: list[Write]) -> Steps[Item
     known: dict[str, str] = {}
     if keys:
         source, params = row_source(KEY, keys)
-        (stored,) = yield Round(
-            [
-                Statement(
-                    f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
-                    f"JOIN {source} ON v.ns = r.ns AND v.key = r.key",
-                    params,
-                )
-            ],
+        sql = (
+            f"SELECT v.ns, v.key, v.text_hash, v.embedding::text FROM {t.vectors(spec)} v "
+            f"JOIN {source} ON v.ns = r.ns AND v.key = r.key"
         )
+        (stored,) = yield Round([Statement(sql, params)])
         known = {h: emb for _, _, h, emb in stored}
     return (yield from embed_missing(spec, wanted, known, vec_literal))
 
@@ -96,7 +93,8 @@ def write_statements(
     writes = sorted(writes, key=lambda w: (nsp.join(w.namespace), w.key))
     deletes = [w for w in writes if w.value_json is None]
     puts = [w for w in writes if w.value_json is not None]
-    statements = [_delete_statement(t, deletes)] if deletes else []
+    deleted = [(nsp.join(w.namespace), w.key) for w in deletes]
+    statements = [delete_rows(t.store, deleted)] if deletes else []  # their vectors cascade
     if not puts:
         return statements, []
     conflict = _CONFLICT["restore" if stamps is not None else "if_absent" if if_absent else "put"]
@@ -108,16 +106,6 @@ def write_statements(
         texts = {h: x for rows in texts_to_embed(spec, puts).values() for _, h, x in rows}
     put_keys = [(nsp.join(w.namespace), w.key) for w in puts]
     return statements, _vector_statements(t, spec, put_keys, vectors, texts)
-
-
-def _delete_statement(t: Tables, deletes: list[Write]) -> Statement:
-    """Delete the items (their vectors cascade)."""
-    source, params = row_source(KEY, [(nsp.join(w.namespace), w.key) for w in deletes])
-    return Statement(
-        f"DELETE FROM {t.store} s USING {source} WHERE s.ns = r.ns AND s.key = r.key",
-        params,
-        fetch=False,
-    )
 
 
 def _upsert_statement(
@@ -177,27 +165,22 @@ def _vector_statements(
         stale += f" AND (v.ns, v.key, v.field) NOT IN (SELECT r.ns, r.key, r.field FROM {kept})"
         params += kept_params
     vector_statements.append(Statement(stale, params, fetch=False))
-    rows: list[tuple[str, ...]] = [
-        (ns, key, field, h, vec) for (ns, key), items in vectors.items() for field, h, vec in items
-    ]
-    if rows:
-        config = spec.hybrid.text_config if spec.hybrid is not None else None
-        source, params, tsv, tsv_value = vector_row_source(rows, config, texts)
+    config = spec.hybrid.text_config if spec.hybrid is not None else None
+    inserted = vector_row_source(vectors, config, texts)
+    if inserted is not None:
+        source, params, tsv, tsv_value = inserted
         tsv_set, tsv_stale = ", tsv = NULL", ""  # changed text: a non-hybrid store drops its words
         if tsv:
             # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
             tsv_set, tsv_stale = ", tsv = excluded.tsv", " OR v.tsv IS NULL"
-        vector_statements.append(
-            Statement(
-                f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
-                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source} "
-                f"ON CONFLICT (ns, key, field) DO UPDATE "
-                f"SET text_hash = excluded.text_hash, embedding = excluded.embedding{tsv_set} "
-                f"WHERE v.text_hash <> excluded.text_hash{tsv_stale}",
-                params,
-                fetch=False,
-            )
+        sql = (
+            f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
+            f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source} "
+            f"ON CONFLICT (ns, key, field) DO UPDATE "
+            f"SET text_hash = excluded.text_hash, embedding = excluded.embedding{tsv_set} "
+            f"WHERE v.text_hash <> excluded.text_hash{tsv_stale}"
         )
+        vector_statements.append(Statement(sql, params, fetch=False))
     return vector_statements
 
 
@@ -222,13 +205,8 @@ def refresh_statement(t: Tables, keys: list[tuple[str, str]]) -> Statement:
 def sweep_plan(t: Tables) -> Steps[int]:
     """Delete expired items; then, under a short table lock that waits out in-flight writers, drop
     namespace rows that no longer hold any item. Returns how many items went."""
-    (expired,) = yield Round(
-        [
-            Statement(
-                f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"
-            )
-        ]
-    )
+    sql = f"DELETE FROM {t.store} WHERE expires_at IS NOT NULL AND expires_at <= now() RETURNING 1"
+    (expired,) = yield Round([Statement(sql)])
     yield Round(
         [
             Statement(f"LOCK TABLE {t.namespaces} IN SHARE ROW EXCLUSIVE MODE", fetch=False),
