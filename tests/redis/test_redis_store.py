@@ -412,37 +412,33 @@ def test_kept_connection_goes_back_and_small_pools_are_not_held(pool_client: red
         small.close()
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
 @pytest.mark.parametrize("path", ["ours", "public"])
-def test_commands_are_packed_as_redis_py_packs_them(
-    path: str, monkeypatch: pytest.MonkeyPatch
+def test_commands_arrive_as_redis_py_sends_them(
+    path: str, encoding: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both packing paths send byte for byte what redis-py would: its public ``pack_commands``
-    (with hiredis, or a connection without a text encoding) and our own writer (without hiredis),
-    which matches redis-py's pure-Python one for any encoding, script calls included."""
-    from redis.connection import PythonRespSerializer
-
+    """Both packing paths deliver to the server exactly what redis-py would send: its public
+    ``pack_commands`` (with hiredis, or a connection without a text encoding) and our own writer
+    (without hiredis), for any encoding. The server's own view: it stores each argument of an
+    ``RPUSH`` sent through the store's wire, and the list reads back equal to one redis-py sent."""
     from langmem_adapters.redis import connection as wire
-    from langmem_adapters.redis.scripts import Call
+    from langmem_adapters.redis.scripts import Call, Round
 
-    conn = redis.Connection()
-    calls = [
-        Call(("SET", "k", "v")),
-        Call(("HSET", "ключ", "", b"\x00\x01\r\nblob", -7, 2**70, 1.5, 1e-300, "naïve ✓")),
-        Call((b"raw", "x" * 1000, 0)),
-        Call((1, "ü", b"\xff"), script="write", keys=("k:{ä}",)),
-    ]
-    expected = b"".join(b"".join(conn.pack_command(*wire._args(c))) for c in calls)
     monkeypatch.setattr(wire, "HIREDIS_AVAILABLE", path == "public")
-    spy: list[bool] = []
-    public = conn.pack_commands
-    monkeypatch.setattr(conn, "pack_commands", lambda cmds: spy.append(True) or public(cmds))
-    assert b"".join(wire._packed(conn, calls)) == expected
-    assert spy == ([True] if path == "public" else [])
-    if path == "ours":
-        for encoder in (conn.encoder, redis.connection.Encoder("latin-1", "replace", False)):
-            python = PythonRespSerializer(6000, encoder.encode)
-            expected = b"".join(b"".join(python.pack(*wire._args(c))) for c in calls)
-            assert wire._pack_text(calls, encoder) == expected
+    url = servers.redis_url(modules=False)
+    client = redis.Redis.from_url(url, encoding=encoding, encoding_errors="replace")
+    args = ("", b"\x00\x01\r\nblob", -7, 2**70, 1.5, 1e-300, "naïve ✓", "ключ", "x" * 1000, 0)
+    ours, theirs = f"{_prefix()}:wire:ключ", f"{_prefix()}:redis-py"
+    try:
+        sent = Round([Call(("RPUSH", ours, *args)), Call((b"LRANGE", ours, 0, -1))])
+        replies = wire.Wire(client, cluster=False).execute(sent)
+        client.rpush(theirs, *args)
+        assert replies[0] == len(args)
+        assert replies[1] == client.lrange(theirs, 0, -1)
+        assert client.lrange(ours, 0, -1) == replies[1]  # the key's name arrived intact too
+    finally:
+        client.delete(ours, theirs)
+        client.close()
 
 
 async def test_async_store_from_a_url_is_a_context_manager_and_queues_many_tasks() -> None:
