@@ -9,6 +9,7 @@ import random
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,9 +17,9 @@ import redis
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 from redis.cluster import ClusterNode, RedisCluster
 
+from langmem_adapters.core import refresh
 from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
-from langmem_adapters.core.refresh import REFRESH_S
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
 from tests import servers
@@ -329,26 +330,36 @@ def test_index_made_before_hybrid_gets_the_field(qe_client: redis.Redis) -> None
     assert "target" in _keys(store.search(("notes",), query=IDENTIFIER, limit=5))
 
 
-def test_hybrid_on_a_cluster() -> None:
+def _scored(store: BaseStore, namespace: tuple[str, ...], query: str) -> list[tuple[str, float]]:
+    return [(r.key, round(r.score or 0.0, 9)) for r in store.search(namespace, query=query, limit=10)]
+
+
+def test_hybrid_on_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """On a Redis Cluster (plain mode) every namespace's items and words share a slot: the hybrid
-    search reads them per namespace and finds the identifier across namespaces on several nodes."""
+    search reads them per namespace and finds the identifier across namespaces on several nodes;
+    within one namespace the words of the others are counted per namespace, on their nodes, so it
+    ranks exactly as one server holding the same items does (same collection statistics)."""
     procs = servers.start_redis_cluster(3, timeout=30)
+    single = redis.Redis.from_url(servers.redis_url(modules=False))
     try:
         client = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p.port) for p in procs])
         store = RedisStore(client, index=_index())  # type: ignore[arg-type]
         store.setup()
+        alone = RedisStore(single, prefix=f"t{uuid.uuid4().hex[:12]}", mode="plain", index=_index())  # type: ignore[arg-type]
         assert store.mode == "plain"
-        for i, (key, text) in enumerate(_notes().items()):
-            store.put(("notes", f"u{i % 6}"), key, {"text": text})
+        for s in (store, alone):
+            for i, (key, text) in enumerate(_notes().items()):
+                s.put(("notes", f"u{i % 6}"), key, {"text": text})
         found = store.search(("notes",), query=IDENTIFIER, limit=5)
         assert "target" in _keys(found) and all(r.namespace[0] == "notes" for r in found)
-        # within one namespace the words of the others are counted per namespace, on their nodes
-        store._stats.corpus.checked = None
+        monkeypatch.setattr(refresh, "REFRESH_S", -1.0)  # every search counts the collection again
         home = found[_keys(found).index("target")].namespace
         assert "target" in _keys(store.search(home, query=IDENTIFIER, limit=5))
-        assert store._stats.corpus.size == len(_notes())
+        for query in (f"w1 w2 w3 w4 w5 {IDENTIFIER}", "w7 w8 w9 w10 w11 w12"):
+            assert _scored(store, home, query) == _scored(alone, home, query)
         client.close()
     finally:
+        single.close()
         for p in procs:
             p.close()
 
@@ -401,46 +412,79 @@ async def test_rare_is_judged_by_the_collection_async(make_astore: AsyncStoreFac
     store = await make_astore(index=_index(vector_weight=0))
     await store.abatch(_namespaced())
     assert _keys(await store.asearch(("u0",), query="common", limit=10)) == []
-    assert store._stats.corpus.size == 201  # type: ignore[attr-defined]
-    assert store._stats.corpus.df["common"] == 101  # type: ignore[attr-defined]
+    assert _keys(await store.asearch(("u0",), query="common zq48213", limit=10)) == ["id"]
+    assert _keys(await store.asearch((), query="common", limit=10)) == []
 
 
 @pytest.mark.parametrize("backend", ["redis-plain"])
-def test_plain_recounts_the_collection_once_a_minute(make_store: StoreFactory) -> None:
+def test_plain_recounts_the_collection_once_a_minute(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Plain mode keeps the collection's word counts for a minute (what a namespace search sees
     of a word meanwhile is a lower bound), then counts again: an identifier that 20 new items of
-    another namespace now hold becomes a common word for ``u0`` too."""
+    another namespace now hold becomes a common word for ``u0`` too. The minute is made to pass
+    by shortening it (``core.refresh.REFRESH_S``)."""
     store = make_store(index=_index(vector_weight=0))
     store.batch(_namespaced())
     assert _keys(store.search(("u0",), query="zq48213", limit=10)) == ["id"]
-    corpus = store._stats.corpus  # type: ignore[attr-defined]
-    assert corpus.size == 201 and "zq48213" not in corpus.df  # held once: not kept
     store.batch([PutOp(("u1",), f"z{i}", {"text": f"zq48213 again {i}"}) for i in range(20)])
     assert _keys(store.search(("u0",), query="zq48213", limit=10)) == ["id"]  # counted lately
-    corpus.checked -= REFRESH_S + 1
+    monkeypatch.setattr(refresh, "REFRESH_S", -1.0)  # the minute has passed
     assert _keys(store.search(("u0",), query="zq48213", limit=10)) == []  # 21 hold it: common
-    assert corpus.size == 221 and corpus.df["zq48213"] == 21
 
 
-def test_one_round_with_words_not_counted_yet(qe_client: redis.Redis) -> None:
+@contextmanager
+def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts the writes of whole rounds to the server through redis-py's public
+    ``Connection.send_packed_command`` (a round is one write, a pipeline too), while the block runs."""
+    writes: list[int] = []
+    send = redis.Connection.send_packed_command
+
+    def counted(conn: redis.Connection, command: Any, check_health: bool = True) -> None:
+        writes.append(1)
+        send(conn, command, check_health)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(redis.Connection, "send_packed_command", counted)
+        yield writes
+
+
+@contextmanager
+def _server_calls(client: redis.Redis) -> Iterator[dict[str, int]]:
+    """How many times the server ran each command while the block ran (``INFO commandstats``,
+    script calls and the commands scripts ran included); filled in when the block ends."""
+
+    def calls() -> dict[str, int]:
+        stats = client.info("commandstats")
+        return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
+
+    before, delta = calls(), dict[str, int]()
+    yield delta
+    after = calls()
+    delta.update({k: n - before.get(k, 0) for k, n in after.items()})
+    for name in ("evalsha", "FT.SEARCH"):
+        delta.setdefault(name, 0)
+
+
+def test_one_round_with_words_not_counted_yet(
+    qe_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The Query Engine's lexical side counts new query words in its own script call: a hybrid
     search with words the store has not counted takes the one round of a vector search."""
     store = RedisStore(qe_client, prefix=f"t{uuid.uuid4().hex[:12]}", index=_index())  # type: ignore[arg-type]
     for key, text in _notes().items():
         store.put(("notes",), key, {"text": text})
     store.search(("notes",), query="w1 w2", limit=5)  # the index's sizes are read once
-    rounds: list[Any] = []
-    execute = store._execute
-
-    def counted(request: Any) -> Any:
-        rounds.append(request)
-        return execute(request)
-
-    store._execute = counted
-    found = store.search(("notes",), query=f"{IDENTIFIER} w3", limit=5)
+    query = f"{IDENTIFIER} w3"
+    with _server_calls(qe_client) as calls, _sent(monkeypatch) as writes:
+        found = store.search(("notes",), query=query, limit=5)
     assert "target" in _keys(found)
-    assert len(rounds) == 1 and [c.script for c in rounds[0].calls] == ["search", "lexical"]
-    assert store._stats.term(IDENTIFIER.lower()).count == 1  # counted, remembered for a minute
+    assert len(writes) == 1  # one round trip, as a vector search
+    assert calls["evalsha"] == 2  # the vector side's script and the lexical side's
+    with _server_calls(qe_client) as again:
+        assert store.search(("notes",), query=query, limit=5) == found
+    # the two words were counted (FT.SEARCH ... LIMIT 0 0 each) and are remembered for a minute
+    assert calls["FT.SEARCH"] - again["FT.SEARCH"] == 2
 
 
 def _batch_data() -> tuple[list[PutOp], list[SearchOp]]:
@@ -474,9 +518,6 @@ def test_several_hybrid_searches_in_one_batch(backend: str, make_store: StoreFac
     batched = _pages(store.batch(searches))  # the first: sizes and words not counted yet
     assert _pages([store.batch([op])[0] for op in searches]) == batched
     assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
-    if backend == "redis-qe":
-        counts = {w: store._stats.term(w).count for w in ("alpha", "zzqqb", "zzqqc")}  # type: ignore[attr-defined]
-        assert counts == {"alpha": 90, "zzqqb": 1, "zzqqc": 1}
 
 
 @pytest.mark.parametrize("backend", MODES)
@@ -489,6 +530,3 @@ async def test_several_hybrid_searches_in_one_batch_async(
     batched = _pages(await store.abatch(searches))
     assert _pages([(await store.abatch([op]))[0] for op in searches]) == batched
     assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
-    if backend == "redis-qe":
-        counts = {w: store._stats.term(w).count for w in ("alpha", "zzqqb", "zzqqc")}  # type: ignore[attr-defined]
-        assert counts == {"alpha": 90, "zzqqb": 1, "zzqqc": 1}
