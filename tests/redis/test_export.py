@@ -18,6 +18,7 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.errors import InvalidRecordError
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
+from tests.redis.observe import round_trips, server_calls
 from tests.stores import hash_index
 
 UTC = timezone.utc
@@ -223,22 +224,19 @@ async def test_restoring_over_an_item_replaces_it_with_its_tokens_and_vectors(ma
             assert r.pexpiretime(keys.vectors("o", "k")) == at_ms
 
 
-async def test_a_restore_page_is_one_script_call(make: Any) -> None:
-    """Only the read of stored vectors (indexed store) precedes the page's one write-script call."""
+async def test_a_restore_page_is_one_script_call(
+    make: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the read of stored vectors (indexed store) precedes the page's one write-script call:
+    one round trip (two with an index), one script call the server ran."""
+    admin = redis.Redis.from_url(servers.redis_url(modules=mode == "query_engine"))
     for index in (None, hash_index(16)):
         store = await make(index=index)
-        if index is not None:  # a store's first indexed write checks the embedder identity first
-            await store.restore([_item(("warm",), "w", {"text": "w"})])
-        execute, rounds = store.store._execute, []
-
-        def spy(request: Any, execute: Any = execute, rounds: list[Any] = rounds) -> Any:
-            rounds.append(request)
-            return execute(request)
-
-        store.store._execute = spy
+        # the first write connects, may load the scripts, and (indexed) checks the embedder identity
+        await store.restore([_item(("warm",), "w", {"text": "w"})])
         records = [_item((f"n{i % 3}",), f"k{i}", {"text": f"t {i}"}) for i in range(5)]
-        assert await store.restore(records) == 5
-        writes = [c for r in rounds for c in r.calls if c.script]
-        assert [c.script for c in writes] == ["write"]
-        assert len(rounds) == (1 if index is None else 2)
-        assert rounds[-1].calls == writes
+        with server_calls(admin) as calls, round_trips(monkeypatch) as writes:
+            assert await store.restore(records) == 5
+        assert calls["evalsha"] == 1
+        assert len(writes) == (1 if index is None else 2)
+    admin.close()

@@ -9,7 +9,6 @@ import random
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
 from tests import servers
+from tests.redis.observe import round_trips, server_calls
 from tests.stores import AsyncStoreFactory, StoreFactory
 
 MODES = ["redis-qe", "redis-plain"]
@@ -433,39 +433,6 @@ def test_plain_recounts_the_collection_once_a_minute(
     assert _keys(store.search(("u0",), query="zq48213", limit=10)) == []  # 21 hold it: common
 
 
-@contextmanager
-def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Counts the writes of whole rounds to the server through redis-py's public
-    ``Connection.send_packed_command`` (a round is one write, a pipeline too), while the block runs."""
-    writes: list[int] = []
-    send = redis.Connection.send_packed_command
-
-    def counted(conn: redis.Connection, command: Any, check_health: bool = True) -> None:
-        writes.append(1)
-        send(conn, command, check_health)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(redis.Connection, "send_packed_command", counted)
-        yield writes
-
-
-@contextmanager
-def _server_calls(client: redis.Redis) -> Iterator[dict[str, int]]:
-    """How many times the server ran each command while the block ran (``INFO commandstats``,
-    script calls and the commands scripts ran included); filled in when the block ends."""
-
-    def calls() -> dict[str, int]:
-        stats = client.info("commandstats")
-        return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items()}
-
-    before, delta = calls(), dict[str, int]()
-    yield delta
-    after = calls()
-    delta.update({k: n - before.get(k, 0) for k, n in after.items()})
-    for name in ("evalsha", "FT.SEARCH"):
-        delta.setdefault(name, 0)
-
-
 def test_one_round_with_words_not_counted_yet(
     qe_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -476,12 +443,12 @@ def test_one_round_with_words_not_counted_yet(
         store.put(("notes",), key, {"text": text})
     store.search(("notes",), query="w1 w2", limit=5)  # the index's sizes are read once
     query = f"{IDENTIFIER} w3"
-    with _server_calls(qe_client) as calls, _sent(monkeypatch) as writes:
+    with server_calls(qe_client) as calls, round_trips(monkeypatch) as writes:
         found = store.search(("notes",), query=query, limit=5)
     assert "target" in _keys(found)
     assert len(writes) == 1  # one round trip, as a vector search
     assert calls["evalsha"] == 2  # the vector side's script and the lexical side's
-    with _server_calls(qe_client) as again:
+    with server_calls(qe_client) as again:
         assert store.search(("notes",), query=query, limit=5) == found
     # the two words were counted (FT.SEARCH ... LIMIT 0 0 each) and are remembered for a minute
     assert calls["FT.SEARCH"] - again["FT.SEARCH"] == 2
