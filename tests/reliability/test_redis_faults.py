@@ -177,10 +177,13 @@ def test_loading_and_timeouts_map_to_store_connection_error(
         redis.TimeoutError("Timeout"),
     ):
 
-        def fail(request: object, exc: Exception = exc) -> None:
+        # the fault where redis-py meets the socket, through its public send_packed_command
+        def fail(
+            conn: redis.Connection, command: Any, check_health: bool = True, exc: Exception = exc
+        ) -> None:
             raise exc
 
-        monkeypatch.setattr(store, "_execute", fail)
+        monkeypatch.setattr(redis.Connection, "send_packed_command", fail)
         with pytest.raises(StoreConnectionError) as err:
             store.put(("l",), "k", {"v": 1})
         assert err.value.__cause__ is exc
@@ -232,7 +235,7 @@ def test_a_restore_page_is_all_or_nothing_when_the_connection_drops(
         if b"EVALSHA" in data[:100] and len(data) > 100_000:
             started.set()
             if fault == "half-sent":
-                conn._sock.sendall(data[: len(data) // 2])  # type: ignore[union-attr]
+                send(conn, [data[: len(data) // 2]], check_health)
                 conn.disconnect()
                 raise redis.ConnectionError("dropped with half of the script call sent")
         send(conn, command, check_health)
