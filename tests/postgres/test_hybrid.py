@@ -19,6 +19,7 @@ from langmem_adapters.postgres.connection import Connections, Session
 from langmem_adapters.postgres.lexical import lexical_search, riding
 from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
+from tests.postgres.wire import traced
 from tests.stores import hash_index
 
 
@@ -49,31 +50,6 @@ def tsv(conn: psycopg.Connection[Any], table: str) -> dict[tuple[str, str], str 
     return {(k, f): t for k, f, t in rows}
 
 
-def spy_rounds(store: PostgresStore) -> list[Round]:
-    """From now on, every round the store sends is also appended to the returned list."""
-    rounds: list[Round] = []
-    original = store._session
-
-    class Spy:
-        def __init__(self) -> None:
-            self.session = original()
-
-        def __enter__(self) -> Any:
-            run = self.session.__enter__()
-
-            def send(request: Round) -> Any:
-                rounds.append(request)
-                return run(request)
-
-            return send
-
-        def __exit__(self, *exc: Any) -> None:
-            self.session.__exit__(*exc)
-
-    store._session = Spy  # type: ignore[assignment,method-assign]
-    return rounds
-
-
 def test_rows_keep_their_tsvector_with_the_vector(conn: Any, prefix: str) -> None:
     store = store_of(conn, prefix)
     store.put(("a",), "k", {"text": "Order 48213 shipped", "tags": ["ERR_TLS_CERT_ALTNAME", "x"]})
@@ -98,10 +74,10 @@ def test_a_non_hybrid_store_pays_nothing(conn: Any, prefix: str) -> None:
     table = f"{prefix}_vectors_vector64"
     assert tsv(conn, table) == {("k", "text"): None}
     assert conn.execute("SELECT to_regclass(%s)", [f"{table}_tsv_idx"]).fetchone()[0] is None
-    rounds = spy_rounds(store)
-    store.put(("a",), "k2", {"text": "Order 1 shipped"})
-    store.search(("a",), query="order 48213")
-    sent = [st.sql for r in rounds for st in r.statements]
+    with traced(conn) as trace:
+        store.put(("a",), "k2", {"text": "Order 1 shipped"})
+        store.search(("a",), query="order 48213")
+    sent = trace.sql
     # No words: only a changed text's row drops the ones a hybrid store wrote (``tsv = NULL``).
     words = [sql.replace("tsv = NULL", "") for sql in sent]
     assert sent and not any("tsv" in sql or "to_tsvector" in sql for sql in words)
@@ -115,9 +91,9 @@ def test_one_round_trip_like_vector_search(conn: Any, prefix: str) -> None:
     counts = []
     for store in (vector, hybrid):
         assert store.search(("a",), query="order 8", limit=5)  # identity checked, sizes read
-        rounds = spy_rounds(store)
-        assert store.search(("a",), query="order 7", limit=5)
-        counts.append(len(rounds))
+        with traced(conn) as trace:
+            assert store.search(("a",), query="order 7", limit=5)
+        counts.append(trace.rounds)
     assert counts == [1, 1]
 
 
@@ -274,26 +250,17 @@ def test_the_unscored_tail_skips_items_already_on_the_page(conn: Any, prefix: st
     store.put(("a",), "k2", {"text": "order two shipped"})
     other = psycopg.connect(servers.postgres_dsn(), autocommit=True)
     writer = PostgresStore(other, index=index(hybrid=False), table_prefix=prefix)  # type: ignore[arg-type]
-    original = store._session
 
-    class Racing:
-        """The store's session; before the tail round, another connection rewrites k1 unindexed."""
+    class Racing(psycopg.Cursor[Any]):
+        """The store's cursors (psycopg's public ``cursor_factory``): before the tail's statement
+        runs, another connection rewrites k1 unindexed."""
 
-        def __enter__(self) -> Any:
-            self.session = original()
-            run = self.session.__enter__()
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            if "AND NOT EXISTS" in str(query):
+                writer.put(("a",), "k1", {"text": "order one shipped"}, index=False)
+            return super().execute(query, params, **kwargs)
 
-            def send(request: Round) -> Any:
-                if any("AND NOT EXISTS" in st.sql for st in request.statements):
-                    writer.put(("a",), "k1", {"text": "order one shipped"}, index=False)
-                return run(request)
-
-            return send
-
-        def __exit__(self, *exc: Any) -> None:
-            self.session.__exit__(*exc)
-
-    store._session = Racing  # type: ignore[assignment,method-assign]
+    conn.cursor_factory = Racing
     try:
         got = [(r.key, r.score is None) for r in store.search(("a",), query="order", limit=5)]
     finally:
