@@ -37,8 +37,11 @@ QUERY = "topic 5 number"
 class Salted(HashEmbeddings):
     """Another "model" of the same size: the words hashed with two extra words."""
 
-    def _embed(self, text: str) -> list[float]:
-        return super()._embed(f"salt {text} pepper")
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return super().embed_documents([f"salt {t} pepper" for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return super().embed_query(f"salt {text} pepper")
 
 
 class Counting(Embeddings):
