@@ -47,10 +47,8 @@ def build_memory_kb(rows: int, spec: IndexSpec) -> int:
 
 def drop_if_empty_plan(table: str, spec: IndexSpec) -> Steps[bool]:
     """Drop the ANN index of the vector table ``table`` if the table holds no vector (a load into it
-    then builds the index once, at the end); whether it dropped. No-op for an exact index or a
-    table (or index) that does not exist yet."""
-    if spec.kind == "exact":
-        return False
+    then builds the index once, at the end); whether it dropped. No-op for a table (or index) that
+    does not exist yet; the store calls it for an ANN index only."""
     name = ann_index_name(table, spec)
     (found,) = yield Round([Statement("SELECT to_regclass(%s) IS NOT NULL", [name])])
     if not found[0][0]:
