@@ -28,6 +28,7 @@ __all__ = [
     "OPERATORS",
     "Condition",
     "get_path",
+    "is_utf8",
     "json_equal",
     "matches",
     "parse_filter",
@@ -62,18 +63,24 @@ def has_nul(json_text: str) -> bool:
 MAX_NESTING = 500
 
 
+def is_utf8(text: str) -> bool:
+    """Whether text can be sent as UTF-8 (a lone surrogate cannot)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_text(text: str, what: str) -> None:
     """Refuse a string no stored value can hold: with NUL (PostgreSQL text cannot) or a lone
     surrogate (not UTF-8, so no server can take it); ``what`` names it in the message."""
     if "\x00" in text:
         raise InvalidFilterError(f"{what} contains a NUL character")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidFilterError(
-                f"{what} contains a lone surrogate, which is not valid UTF-8"
-            ) from None
+    if not is_utf8(text):
+        raise InvalidFilterError(f"{what} contains a lone surrogate, which is not valid UTF-8")
 
 
 def _check_json(value: Any, where: str) -> None:

@@ -13,8 +13,8 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
 from langgraph.store.base import validate_op_namespace as langgraph_validate_namespace
 
-from langmem_adapters.core.filters import Condition, parse_filter
-from langmem_adapters.core.values import dump_value, is_utf8
+from langmem_adapters.core.filters import Condition, is_utf8, parse_filter
+from langmem_adapters.core.values import dump_value
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
