@@ -61,9 +61,6 @@ MAX_ID_BYTES = 2048
 
 def check_item_id(namespace: tuple[str, ...], key: str) -> None:
     """Refuse a written item whose namespace text and key exceed ``MAX_ID_BYTES`` together."""
-    chars = len(key) + len(namespace) + sum(map(len, namespace))
-    if 4 * chars <= MAX_ID_BYTES:  # fits even at 4 bytes a character: no encoding needed
-        return
     size = len(key.encode()) + len(".".join(namespace).encode())
     if size > MAX_ID_BYTES:
         raise InvalidValueError(
