@@ -16,6 +16,7 @@ Semantics (the same on every store of this package):
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -238,19 +239,16 @@ def json_equal(a: Any, b: Any) -> bool:
     return True
 
 
+_COMPARE = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
 def _compare(actual: Any, op: str, operand: Any) -> bool:
     if _is_number(operand):
         if not _is_number(actual):
             return False
     elif not isinstance(actual, str):
         return False
-    if op == "$gt":
-        return bool(actual > operand)
-    if op == "$gte":
-        return bool(actual >= operand)
-    if op == "$lt":
-        return bool(actual < operand)
-    return bool(actual <= operand)
+    return bool(_COMPARE[op](actual, operand))
 
 
 def _holds(value: Mapping[str, Any], cond: Condition) -> bool:
