@@ -200,9 +200,7 @@ _ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
 
 def item_namespace(op: _ItemOp) -> _ItemOp:
     """``op`` with its namespace checked (a tuple of valid labels)."""
-    checked = _namespace(op.namespace, "namespace")
-    if checked is not op.namespace:
-        op = op._replace(namespace=checked)
+    op = op._replace(namespace=_namespace(op.namespace, "namespace"))
     validate_op_namespace(op)
     return op
 
@@ -216,9 +214,7 @@ def check_prefix(prefix: Any) -> tuple[str, ...]:
 
 def _check_search(op: SearchOp) -> tuple[SearchOp, tuple[Condition, ...]]:
     """A search op with its prefix, page and query checked, and its filter parsed."""
-    prefix = check_prefix(op.namespace_prefix)
-    if prefix is not op.namespace_prefix:
-        op = op._replace(namespace_prefix=prefix)
+    op = op._replace(namespace_prefix=check_prefix(op.namespace_prefix))
     op = _check_page(op)
     if op.query is not None and not isinstance(op.query, str):
         raise InvalidArgumentTypeError(f"query must be a string, got {type(op.query).__name__}")
