@@ -131,16 +131,7 @@ def _parse_path(key: Any) -> tuple[str, ...]:
 
 def _parse_operand(key: str, op: str, operand: Any) -> Any:
     where = f"{key!r} {op}"
-    if op in COMPARISONS:
-        if isinstance(operand, str):
-            _check_json(operand, where)
-            return operand
-        if _is_number(operand):
-            if isinstance(operand, float) and not math.isfinite(operand):
-                raise InvalidFilterError(
-                    f"filter operand for {where} must be finite, got {operand!r}"
-                )
-            return operand
+    if op in COMPARISONS and not isinstance(operand, str) and not _is_number(operand):
         raise InvalidFilterError(
             f"filter operand for {where} must be a number or a string, got {type(operand).__name__}"
         )
