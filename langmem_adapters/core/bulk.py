@@ -30,16 +30,12 @@ Plan = Callable[[], "Steps | None"]
 """A backend's bulk-load hook: the plan to run (``None``: nothing to do)."""
 
 
-def _nothing() -> Steps | None:
-    return None
-
-
 class BulkLoads:
     """A store's bulk loads: their nesting count and the backend's ``start`` and ``finish`` plans.
     :meth:`run` (blocking) and :meth:`arun` (awaiting) are the context, given how the store runs a
     plan; only the outermost bulk load of the store starts and finishes."""
 
-    def __init__(self, start: Plan = _nothing, finish: Plan = _nothing) -> None:
+    def __init__(self, start: Plan, finish: Plan) -> None:
         self._start = start
         self._finish = finish
         self._depth = 0

@@ -13,8 +13,8 @@ from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
 from langgraph.store.base import validate_op_namespace as langgraph_validate_namespace
 
-from langmem_adapters.core.filters import Condition, parse_filter
-from langmem_adapters.core.values import dump_value, is_utf8
+from langmem_adapters.core.filters import Condition, is_utf8, parse_filter
+from langmem_adapters.core.values import dump_value
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -61,9 +61,6 @@ MAX_ID_BYTES = 2048
 
 def check_item_id(namespace: tuple[str, ...], key: str) -> None:
     """Refuse a written item whose namespace text and key exceed ``MAX_ID_BYTES`` together."""
-    chars = len(key) + len(namespace) + sum(map(len, namespace))
-    if 4 * chars <= MAX_ID_BYTES:  # fits even at 4 bytes a character: no encoding needed
-        return
     size = len(key.encode()) + len(".".join(namespace).encode())
     if size > MAX_ID_BYTES:
         raise InvalidValueError(
@@ -203,9 +200,7 @@ _ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
 
 def item_namespace(op: _ItemOp) -> _ItemOp:
     """``op`` with its namespace checked (a tuple of valid labels)."""
-    checked = _namespace(op.namespace, "namespace")
-    if checked is not op.namespace:
-        op = op._replace(namespace=checked)
+    op = op._replace(namespace=_namespace(op.namespace, "namespace"))
     validate_op_namespace(op)
     return op
 
@@ -219,9 +214,7 @@ def check_prefix(prefix: Any) -> tuple[str, ...]:
 
 def _check_search(op: SearchOp) -> tuple[SearchOp, tuple[Condition, ...]]:
     """A search op with its prefix, page and query checked, and its filter parsed."""
-    prefix = check_prefix(op.namespace_prefix)
-    if prefix is not op.namespace_prefix:
-        op = op._replace(namespace_prefix=prefix)
+    op = op._replace(namespace_prefix=check_prefix(op.namespace_prefix))
     op = _check_page(op)
     if op.query is not None and not isinstance(op.query, str):
         raise InvalidArgumentTypeError(f"query must be a string, got {type(op.query).__name__}")

@@ -93,16 +93,9 @@ def check_records(records: Iterable[StoredItem]) -> list[tuple[StoredItem, str]]
         if not isinstance(record, StoredItem):
             raise InvalidRecordError(f"{where}: expected a StoredItem, got {type(record).__name__}")
         ns = record.namespace
-        if (
-            not isinstance(ns, tuple)
-            or not ns
-            or not all(isinstance(label, str) and label and nsp.SEP not in label for label in ns)
-        ):
-            raise InvalidRecordError(
-                f"{where}: namespace must be a non-empty tuple of non-empty labels without '.', "
-                f"got {ns!r}"
-            )
-        try:
+        if not isinstance(ns, tuple):
+            raise InvalidRecordError(f"{where}: namespace must be a tuple of labels, got {ns!r}")
+        try:  # not empty, non-empty string labels without "." (langgraph's rules for a write)
             validate_namespace(ns)
         except InvalidNamespaceError as exc:
             raise InvalidRecordError(f"{where}: {exc}") from None

@@ -23,7 +23,7 @@ from langmem_adapters.core.ops import check_page_size
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = ["Progress", "ReindexJob", "Reindexer", "reindex_flow", "reindex_target"]
+__all__ = ["Progress", "ReindexJob", "Reindexer"]
 
 Progress = Callable[[int, int], None]
 """A progress callback: items re-embedded so far, and the items to re-embed in all."""
@@ -58,63 +58,6 @@ class ReindexJob(Protocol):
         ...
 
 
-def reindex_target(
-    spec: IndexSpec | None, embed: Any, fields: Sequence[str] | None, page_size: Any
-) -> IndexSpec:
-    """The index a reindex moves to: the store's, with the new embedder and fields (checked)."""
-    if spec is None:
-        raise InvalidArgumentError("reindex needs a store with a vector index (index=...)")
-    check_page_size(page_size)
-    if fields is not None and (
-        isinstance(fields, str) or not fields or not all(isinstance(f, str) and f for f in fields)
-    ):
-        raise InvalidArgumentTypeError(f"fields must be a non-empty list of paths, got {fields!r}")
-    embeddings = spec.embeddings if embed is None else ensure_embeddings(embed)
-    return dataclasses.replace(
-        spec, embeddings=embeddings, fields=tuple(fields) if fields else spec.fields
-    )
-
-
-def reindex_flow(
-    guard: IdentityGuard,
-    target: IndexSpec,
-    new_model: bool,
-    make_job: Callable[[IndexSpec, Identity], ReindexJob],
-    page_size: int,
-    progress: Progress | None,
-    retryable: tuple[type[Exception], ...],
-) -> Flow:
-    """The whole reindex as plans: probe the new embedder (its size learnt when it is a new model),
-    start or resume, pages with progress reports, then the switch (retried when the backend rolled
-    it back, e.g. a deadlock with a concurrent batch); returns how many items were re-embedded."""
-    page_size = check_page_size(page_size)  # within MAX_ROWS: a larger one is one page
-    identity: Identity = yield probe(target.embeddings, None if new_model else target.dims)
-    job = make_job(dataclasses.replace(target, dims=identity.dims), identity)
-    done, total = yield job.start()
-    if progress is not None:
-        progress(done, max(done, total))
-    while (step := (yield job.page(page_size))) is not None:
-        done, total = step
-        if progress is not None:
-            progress(done, max(done, total))
-    guard.pending = (identity, job.switch)
-    try:
-        switch, *after = job.finish()
-        for attempt in range(3):
-            try:
-                yield switch()
-                break
-            except retryable:
-                if attempt == 2:
-                    raise
-        job.switch()
-    finally:
-        guard.pending = None
-    for plan in after:
-        yield plan()
-    return done
-
-
 class Reindexer:
     """A store's reindex: made with its identity guard, how to read its index spec, the backend's
     job maker and the errors after which the backend rolled a switch back. :meth:`flow` is the
@@ -136,8 +79,55 @@ class Reindexer:
         self, embed: Any, fields: Sequence[str] | None, page_size: Any, progress: Progress | None
     ) -> Flow:
         """The flow of ``reindex(embed, fields, page_size=, progress=)``, its arguments checked
-        before it starts (see :meth:`~langmem_adapters.core.store.SyncStore.reindex`)."""
-        target = reindex_target(self.spec(), embed, fields, page_size)
-        return reindex_flow(
-            self.guard, target, embed is not None, self.job, page_size, progress, self.retryable
+        before it starts (see :meth:`~langmem_adapters.core.store.SyncStore.reindex`): the store's
+        index with the new embedder and fields."""
+        spec = self.spec()
+        if spec is None:
+            raise InvalidArgumentError("reindex needs a store with a vector index (index=...)")
+        page_size = check_page_size(page_size)  # within MAX_ROWS: a larger one is one page
+        if fields is not None and (
+            isinstance(fields, str)
+            or not fields
+            or not all(isinstance(f, str) and f for f in fields)
+        ):
+            raise InvalidArgumentTypeError(
+                f"fields must be a non-empty list of paths, got {fields!r}"
+            )
+        embeddings = spec.embeddings if embed is None else ensure_embeddings(embed)
+        target = dataclasses.replace(
+            spec, embeddings=embeddings, fields=tuple(fields) if fields else spec.fields
         )
+        return self._run(target, embed is not None, page_size, progress)
+
+    def _run(
+        self, target: IndexSpec, new_model: bool, page_size: int, progress: Progress | None
+    ) -> Flow:
+        """The whole reindex as plans: probe the new embedder (its size learnt when it is a new
+        model), start or resume, pages with progress reports, then the switch (retried when the
+        backend rolled it back, e.g. a deadlock with a concurrent batch); returns how many items
+        were re-embedded."""
+        identity: Identity = yield probe(target.embeddings, None if new_model else target.dims)
+        job = self.job(dataclasses.replace(target, dims=identity.dims), identity)
+        done, total = yield job.start()
+        if progress is not None:
+            progress(done, max(done, total))
+        while (step := (yield job.page(page_size))) is not None:
+            done, total = step
+            if progress is not None:
+                progress(done, max(done, total))
+        self.guard.pending = (identity, job.switch)
+        try:
+            switch, *after = job.finish()
+            for attempt in range(3):
+                try:
+                    yield switch()
+                    break
+                except self.retryable:
+                    if attempt == 2:
+                        raise
+            job.switch()
+        finally:
+            self.guard.pending = None
+        for plan in after:
+            yield plan()
+        return done

@@ -118,15 +118,9 @@ class SyncStore(Store[S]):
 
     @asynccontextmanager
     async def abulk_load(self) -> AsyncIterator[None]:
-        """Async twin of :meth:`bulk_load` (its start and end run in a worker thread)."""
-        context = self.bulk_load()
-        await asyncio.to_thread(context.__enter__)
-        try:
+        """Async twin of :meth:`bulk_load` (its start and end plans run in a worker thread)."""
+        async with self._bulk.arun(self._drive):
             yield
-        except BaseException as exc:
-            await asyncio.to_thread(context.__exit__, type(exc), exc, exc.__traceback__)
-            raise
-        await asyncio.to_thread(context.__exit__, None, None, None)
 
     def reindex(
         self,

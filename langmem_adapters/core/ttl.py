@@ -22,6 +22,15 @@ logger = logging.getLogger("langmem_adapters")
 _KEYS = {"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"}
 
 
+def _minutes(value: Any, what: str) -> float:
+    """``value`` checked as a positive, finite number of minutes (a bool is not a number here);
+    ``what`` names it in the error."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(f"{what} must be a positive number of minutes, got {value!r}")
+    return float(value)
+
+
 def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | None:
     """Validate a TTLConfig: positive finite minutes; expired items are always omitted here."""
     if ttl is None:
@@ -31,18 +40,13 @@ def check_ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> TTLConfig | N
     unknown = set(ttl) - _KEYS
     if unknown:
         raise InvalidArgumentError(f"unknown TTLConfig keys: {sorted(unknown)}")
-    for name in ("default_ttl", "sweep_interval_minutes"):
-        v = ttl.get(name)
-        if v is not None and (
-            not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v <= 0
-        ):
-            raise InvalidArgumentError(
-                f"TTLConfig {name} must be a positive number of minutes, got {v!r}"
-            )
-        if name == "default_ttl" and v is not None and v > MAX_TTL_MINUTES:
-            raise InvalidArgumentError(
-                f"TTLConfig default_ttl must be at most {MAX_TTL_MINUTES:,} minutes, got {v!r}"
-            )
+    default = ttl.get("default_ttl")
+    if default is not None and _minutes(default, "TTLConfig default_ttl") > MAX_TTL_MINUTES:
+        raise InvalidArgumentError(
+            f"TTLConfig default_ttl must be at most {MAX_TTL_MINUTES:,} minutes, got {default!r}"
+        )
+    if ttl.get("sweep_interval_minutes") is not None:
+        _minutes(ttl["sweep_interval_minutes"], "TTLConfig sweep_interval_minutes")
     return TTLConfig(**ttl)  # type: ignore[typeddict-item]
 
 
@@ -50,16 +54,8 @@ def sweep_interval(ttl: TTLConfig | None, override: float | None) -> float:
     """Seconds between sweeps: the argument, else the config, else 5 minutes (at most
     ``threading.TIMEOUT_MAX``, about 292 years)."""
     minutes = override if override is not None else (ttl or {}).get("sweep_interval_minutes") or 5
-    if (
-        not isinstance(minutes, (int, float))
-        or isinstance(minutes, bool)
-        or not math.isfinite(minutes)
-        or minutes <= 0
-    ):
-        raise InvalidArgumentError(
-            f"sweep interval must be a positive number of minutes, got {minutes!r}"
-        )
-    return min(float(minutes) * 60.0, threading.TIMEOUT_MAX)  # a longer wait overflows
+    # A longer wait than TIMEOUT_MAX overflows.
+    return min(_minutes(minutes, "sweep interval") * 60.0, threading.TIMEOUT_MAX)
 
 
 class Sweeper:

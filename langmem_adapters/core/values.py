@@ -10,21 +10,10 @@ from typing import Any
 
 import orjson
 
-from langmem_adapters.core.filters import MAX_NESTING, has_nul
+from langmem_adapters.core.filters import MAX_NESTING, has_nul, is_utf8
 from langmem_adapters.errors import InvalidValueError, NonJSONValueError
 
-__all__ = ["dump_value", "has_long_number", "is_utf8", "load_json"]
-
-
-def is_utf8(text: str) -> bool:
-    """Whether text can be sent as UTF-8 (a lone surrogate cannot)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+__all__ = ["dump_value", "has_long_number", "load_json"]
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path, tokenize_path
+from langgraph.store.base import IndexConfig, ensure_embeddings, get_text_at_path
 
 from langmem_adapters.core.calibration import Calibrator
 from langmem_adapters.core.hybrid import HybridSpec
@@ -114,13 +113,11 @@ class IndexSpec:
 
 
 def extract_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[tuple[str, str]]:
-    """``(field_name, text)`` pairs to embed: ``"$"`` is the whole value, ``[*]`` fans out per element."""
+    """``(field_name, text)`` pairs to embed: ``"$"`` is the whole value, ``[*]`` fans out per element
+    (langgraph's ``get_text_at_path``, as the official stores read them)."""
     out: list[tuple[str, str]] = []
     for path in fields:
-        if path == "$":
-            texts = [json.dumps(value, sort_keys=True, ensure_ascii=False)]
-        else:
-            texts = [t for t in get_text_at_path(value, tokenize_path(path)) if t]
+        texts = [t for t in get_text_at_path(value, path) if t]
         if len(texts) == 1:
             out.append((path, texts[0]))
         else:

@@ -47,10 +47,8 @@ def build_memory_kb(rows: int, spec: IndexSpec) -> int:
 
 def drop_if_empty_plan(table: str, spec: IndexSpec) -> Steps[bool]:
     """Drop the ANN index of the vector table ``table`` if the table holds no vector (a load into it
-    then builds the index once, at the end); whether it dropped. No-op for an exact index or a
-    table (or index) that does not exist yet."""
-    if spec.kind == "exact":
-        return False
+    then builds the index once, at the end); whether it dropped. No-op for a table (or index) that
+    does not exist yet; the store calls it for an ANN index only."""
     name = ann_index_name(table, spec)
     (found,) = yield Round([Statement("SELECT to_regclass(%s) IS NOT NULL", [name])])
     if not found[0][0]:
@@ -62,14 +60,12 @@ def drop_if_empty_plan(table: str, spec: IndexSpec) -> Steps[bool]:
     return True
 
 
-def build_index_plan(
-    table: str, spec: IndexSpec, *, analyze: tuple[str, ...] = (), workers: int | None = None
-) -> Steps[bool]:
+def build_index_plan(table: str, spec: IndexSpec, *, analyze: tuple[str, ...] = ()) -> Steps[bool]:
     """Create the ANN index of the vector table ``table`` if it is missing, with memory for an
-    in-memory build and parallel workers (``workers``, else the server's
-    ``max_parallel_maintenance_workers``; serially if the server cannot give a parallel build its
-    shared memory), then ``ANALYZE`` it and the tables ``analyze``; whether it built. One
-    transaction: a failed build leaves no index, and the table as it was."""
+    in-memory build and the server's ``max_parallel_maintenance_workers`` (serially if the server
+    cannot give a parallel build its shared memory), then ``ANALYZE`` it and the tables
+    ``analyze``; whether it built. One transaction: a failed build leaves no index, and the table
+    as it was."""
     ddl = ann_index_ddl(table, spec)
     if ddl is None:
         return False
@@ -84,21 +80,19 @@ def build_index_plan(
         *(Statement(f"ANALYZE {name}", fetch=False) for name in (table, *analyze)),
     ]
     try:
-        yield Round([_settings(memory, workers), *build])
+        yield Round([_settings(memory), *build])
     except _RESOURCES:
-        yield Round([_settings(memory, 0), *build])
+        yield Round([_settings(memory, serial=True), *build])
     return True
 
 
-def _settings(memory_kb: int, workers: int | None) -> Statement:
+def _settings(memory_kb: int, *, serial: bool = False) -> Statement:
     """Transaction-local build settings: at least ``memory_kb`` of ``maintenance_work_mem`` (never
-    less than the server's), and ``workers`` parallel workers if given."""
+    less than the server's), and no parallel workers if ``serial``."""
     sql = (
         "SELECT set_config('maintenance_work_mem', greatest(%s::bigint, "
         "(SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'))::text, true)"
     )
-    params: list[object] = [memory_kb]
-    if workers is not None:
-        sql += ", set_config('max_parallel_maintenance_workers', %s, true)"
-        params.append(str(workers))
-    return Statement(sql, params, fetch=False)
+    if serial:
+        sql += ", set_config('max_parallel_maintenance_workers', '0', true)"
+    return Statement(sql, [memory_kb], fetch=False)

@@ -3,10 +3,9 @@ own connection under a lock, reopened when lost), its transaction, how one ``Rou
 and psycopg's errors as this package's (a lost connection as ``StoreConnectionError``, an error the
 server answered as ``ServerRefusedError`` or ``TransientServerError``; psycopg's as ``__cause__``).
 
-A session (:class:`Session`, :class:`AsyncSession`), what the store's ``_session()`` returns,
-takes the connection on the first round (a plan that only embeds never holds one), opens the
-transaction when a round asks for it (or the connection is not in autocommit mode), and releases
-both when the plan ends.
+A session (:class:`Session`, :class:`AsyncSession`), what the store's ``_session()`` returns, takes
+the connection on the first round (a plan that only embeds never holds one), opens the transaction
+when a round asks for it (or the connection is not in autocommit mode), and releases both at the end.
 """
 
 from __future__ import annotations
@@ -61,6 +60,8 @@ TRANSIENT = (
 )
 
 AnyConnection = psycopg.Connection[Any] | psycopg.AsyncConnection[Any]
+SyncSource = psycopg.Connection[Any] | ConnectionPool[Any]
+AsyncSource = psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]
 Pooled = AbstractContextManager[psycopg.Connection[Any]]
 """The pool's context for one of its connections (returning it to the pool on exit)."""
 AsyncPooled = AbstractAsyncContextManager[psycopg.AsyncConnection[Any]]
@@ -146,12 +147,12 @@ def connect_failed(exc: psycopg.Error, background: bool = False) -> Exception:
 
 
 class Connections:
-    """Where a sync store's plans get their connection: ``conn`` is a pool, or the store's own
-    connection, used by one plan at a time and reopened when it was lost."""
+    """Where a sync store's plans get their connection: ``conn`` is a pool, or one connection used by
+    one plan at a time, reopened when lost (``None``: opened on first use with ``reopen``)."""
 
-    def __init__(self, conn: psycopg.Connection[Any] | ConnectionPool[Any]) -> None:
+    def __init__(self, conn: SyncSource | None, reopen: dict[str, Any] | None = None) -> None:
         self.conn = conn
-        self._reopen = _reconnect_kwargs(conn)
+        self._reopen = _reconnect_kwargs(conn) if reopen is None else reopen
         self._lock = threading.Lock()
         self._slots = threading.Semaphore(conn.max_size if isinstance(conn, ConnectionPool) else 1)
 
@@ -170,7 +171,7 @@ class Connections:
                 raise
         self._lock.acquire()
         try:
-            if self.conn.broken or self.conn.closed:
+            if self.conn is None or self.conn.broken or self.conn.closed:
                 self.conn = psycopg.Connection.connect(**_reopen_kwargs(self._reopen))
         except BaseException:
             self._lock.release()
@@ -199,17 +200,17 @@ class Connections:
             raise connect_failed(exc, background=True) from exc
 
     def close(self) -> None:
-        """Close the connection (not a pool: a pool is the caller's)."""
-        if not isinstance(self.conn, ConnectionPool):
+        """Close the connection, if one was opened (not a pool: a pool is the caller's)."""
+        if self.conn is not None and not isinstance(self.conn, ConnectionPool):
             self.conn.close()
 
 
 class AsyncConnections:
     """The async twin of :class:`Connections` (an async pool or connection)."""
 
-    def __init__(self, conn: psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]) -> None:
+    def __init__(self, conn: AsyncSource | None, reopen: dict[str, Any] | None = None) -> None:
         self.conn = conn
-        self._reopen = _reconnect_kwargs(conn)
+        self._reopen = _reconnect_kwargs(conn) if reopen is None else reopen
         self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(
             conn.max_size if isinstance(conn, AsyncConnectionPool) else 1
@@ -227,7 +228,7 @@ class AsyncConnections:
                 raise
         await self._lock.acquire()
         try:
-            if self.conn.broken or self.conn.closed:
+            if self.conn is None or self.conn.broken or self.conn.closed:
                 self.conn = await psycopg.AsyncConnection.connect(**_reopen_kwargs(self._reopen))
         except BaseException:
             self._lock.release()
@@ -256,8 +257,8 @@ class AsyncConnections:
         return AsyncConnections(conn)
 
     async def close(self) -> None:
-        """Close the connection (not a pool: a pool is the caller's)."""
-        if not isinstance(self.conn, AsyncConnectionPool):
+        """Close the connection, if one was opened (not a pool: a pool is the caller's)."""
+        if self.conn is not None and not isinstance(self.conn, AsyncConnectionPool):
             await self.conn.close()
 
 

@@ -38,11 +38,10 @@ def items_plan(t: Tables, prefix: tuple[str, ...], after: Cursor, limit: int) ->
 def restore_plan(
     t: Tables, spec: IndexSpec | None, records: list[tuple[StoredItem, str]]
 ) -> Steps[int]:
-    """Write checked records (with their value JSON) in one transaction: each item upserted with its
-    own value, timestamps, expiry and TTL, its namespace registered, and with an index its vectors of
-    the index's fields replaced (stored embeddings of unchanged text reused), as a put would."""
-    if not records:
-        return 0
+    """Write a page of checked records (never empty, with their value JSON) in one transaction:
+    each item upserted with its own value, timestamps, expiry and TTL, its namespace registered,
+    and with an index its vectors of the index's fields replaced (stored embeddings of unchanged
+    text reused), as a put would."""
     writes = [
         Write(r.namespace, r.key, r.value, value_json, None, r.ttl_minutes)
         for r, value_json in records

@@ -12,7 +12,7 @@ from langmem_adapters.postgres.lexical import backfill_plan
 from langmem_adapters.postgres.schema import Tables, index_tables_ddl, setup_plan, vector_ddl
 from langmem_adapters.postgres.sql import Round, Statement
 
-__all__ = ["PostgresIdentity", "generation_plan", "setup_steps"]
+__all__ = ["PostgresIdentity", "setup_steps"]
 
 
 class PostgresIdentity:
@@ -50,13 +50,6 @@ class PostgresIdentity:
         return Recorded(Identity.from_json(raw), int(gen))
 
 
-def generation_plan(t: Tables, spec: IndexSpec) -> Steps[int]:
-    """The generation of the family's current vector table (0 when none is recorded)."""
-    sql = f"SELECT generation FROM {t.embedders} WHERE vectors = %s"
-    (rows,) = yield Round([Statement(sql, [t.vector_family(spec)])])
-    return int(rows[0][0]) if rows else 0
-
-
 def setup_steps(t: Tables, spec: IndexSpec | None) -> Steps[Tables]:
     """``setup()``: the schema and its migrations, then the vector table and ANN index of the
     family's current generation (one transaction, under the setup lock), and for a hybrid store the
@@ -66,7 +59,10 @@ def setup_steps(t: Tables, spec: IndexSpec | None) -> Steps[Tables]:
     if spec is None:
         return t
     yield Round([Statement(sql, fetch=False) for sql in index_tables_ddl(t)])
-    t = Tables(t.prefix, (yield from generation_plan(t, spec)))
+    # The generation of the family's current vector table (0 when none is recorded).
+    sql = f"SELECT generation FROM {t.embedders} WHERE vectors = %s"
+    (rows,) = yield Round([Statement(sql, [t.vector_family(spec)])])
+    t = Tables(t.prefix, int(rows[0][0]) if rows else 0)
     yield Round([Statement(sql, fetch=False) for sql in vector_ddl(t, spec)])
     if spec.hybrid is not None:
         yield from backfill_plan(t, spec, spec.hybrid)

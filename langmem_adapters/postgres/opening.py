@@ -19,7 +19,6 @@ from langmem_adapters.postgres.connection import (
     connect_failed,
 )
 from langmem_adapters.postgres.replicas import WAIT_SECONDS, Replica
-from langmem_adapters.postgres.routed import AsyncReplicaConnection, ReplicaConnection
 
 __all__ = [
     "ANNIndexConfig",
@@ -63,12 +62,18 @@ class PostgresIndexConfig(IndexConfig, total=False):
     ann_index_config: ANNIndexConfig
 
 
+#: libpq's ``connect_timeout`` for a replica's own connection unless its connection string sets one
+#: (2 s is the shortest libpq honours): a replica host that does not answer holds a read no longer.
+CONNECT_SECONDS = 2
+
+
 def address(conn: Any) -> tuple[Any, Any, Any]:
-    """The host, port and database a connection, pool or replica connection points at (any may be
+    """The host, port and database a connection, pool or connection string points at (any may be
     ``None``), never with credentials."""
     if hasattr(conn, "info"):
         return conn.info.host, conn.info.port, conn.info.dbname
-    params = conninfo_to_dict(getattr(conn, "conninfo", "") or "")
+    conninfo = conn if isinstance(conn, str) else getattr(conn, "conninfo", "")
+    params = conninfo_to_dict(conninfo or "")
     return params.get("host"), params.get("port"), params.get("dbname")
 
 
@@ -94,13 +99,21 @@ def _pool_options(pool_config: PoolConfig) -> dict[str, Any]:
     return {**_sizes(pool_config), "timeout": WAIT_SECONDS}
 
 
+def _replica_kwargs(conninfo: str) -> dict[str, Any]:
+    """How a replica's own connection opens: as the stores open theirs, with a connect timeout."""
+    kwargs = {"conninfo": conninfo, **CONNECT_KWARGS}
+    if "connect_timeout" not in conninfo_to_dict(conninfo):
+        kwargs["connect_timeout"] = CONNECT_SECONDS
+    return kwargs
+
+
 def replica(dsn: str, pool_config: PoolConfig | None, stack: ExitStack) -> Replica[Connections]:
     """A replica of ``from_conn_string``: a pool with ``pool_config``, else one connection opened on
-    first use (as the primary gets one); closed with ``stack``."""
+    first use and again after it was lost (as the primary gets one); closed with ``stack``."""
     if pool_config is None:
-        own = ReplicaConnection(dsn)
+        own = Connections(None, _replica_kwargs(dsn))
         stack.callback(own.close)
-        return Replica(own, where(own))
+        return Replica(own, where(dsn))
     pool = stack.enter_context(ConnectionPool(dsn, **_pool_options(pool_config), open=True))
     return Replica(Connections(pool), where(pool))
 
@@ -110,9 +123,9 @@ async def async_replica(
 ) -> Replica[AsyncConnections]:
     """The async twin of :func:`replica`."""
     if pool_config is None:
-        own = AsyncReplicaConnection(dsn)
+        own = AsyncConnections(None, _replica_kwargs(dsn))
         stack.push_async_callback(own.close)
-        return Replica(own, where(own))
+        return Replica(own, where(dsn))
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn, **_pool_options(pool_config), open=False
     )

@@ -28,9 +28,10 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
+    compose,
     delete_rows,
     vec_literal,
-    vector_row_source,
+    vector_insert,
 )
 
 __all__ = ["PostgresReindex"]
@@ -167,18 +168,12 @@ class PostgresReindex:
             known = dict(found)
         vectors = yield from embed_missing(spec, wanted, known, vec_literal, spec.embeddings)
         statements = [delete_rows(shadow, [(ns, key) for ns, key, _ in rows])]
-        config = spec.hybrid.text_config if spec.hybrid is not None else None
         # A hybrid store's rows keep their tsvector too.
-        texts = {h: x for rows in wanted.values() for _, h, x in rows} if config else None
-        inserted = vector_row_source(vectors, config, texts)
-        if inserted is not None:
-            source, params, tsv, tsv_value = inserted
-            sql = (
-                f"INSERT INTO {shadow} (ns, key, field, text_hash, embedding{tsv}) "
-                f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} "
-                f"FROM {source} JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key"
-            )
-            statements.append(Statement(sql, params, fetch=False))
+        texts = {h: x for rows in wanted.values() for _, h, x in rows} if spec.hybrid else None
+        insert = vector_insert(shadow, spec, vectors, texts)
+        if insert is not None:
+            live = f"JOIN {self.t.store} s ON s.ns = r.ns AND s.key = r.key"
+            statements.append(compose(insert, live).statement(fetch=False))
         return statements
 
     def finish(self) -> list[Callable[[], Steps[None]]]:

@@ -9,23 +9,17 @@ are reported as in :mod:`~langmem_adapters.postgres.connection`.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from contextlib import suppress
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 
 from langmem_adapters.errors import StoreConnectionError
 from langmem_adapters.postgres.connection import (
-    CONNECT_KWARGS,
     AsyncConnections,
-    AsyncPooled,
     AsyncSession,
     Connections,
-    Pooled,
     Session,
 )
 from langmem_adapters.postgres.replicas import POSITION, ReadRun, Routing
@@ -33,79 +27,12 @@ from langmem_adapters.postgres.sql import Answer, Round
 
 __all__ = [
     "AsyncReadSession",
-    "AsyncReplicaConnection",
     "AsyncWriteSession",
     "ReadSession",
-    "ReplicaConnection",
     "WriteSession",
 ]
 
-#: libpq's ``connect_timeout`` for a replica's own connection unless its connection string sets one
-#: (2 s is the shortest libpq honours): a replica host that does not answer holds a read no longer.
-CONNECT_SECONDS = 2
-
 _NO_ERROR: tuple[None, None, None] = (None, None, None)
-
-
-def _replica_kwargs(conninfo: str) -> dict[str, Any]:
-    """How a replica's own connection opens: as the stores open theirs, with a connect timeout."""
-    kwargs = dict(CONNECT_KWARGS)
-    if "connect_timeout" not in conninfo_to_dict(conninfo):
-        kwargs["connect_timeout"] = CONNECT_SECONDS
-    return kwargs
-
-
-class ReplicaConnection(Connections):
-    """A replica's one connection (``from_conn_string`` without ``pool_config``, as the primary
-    gets one): opened on first use and again after it was lost, so a replica that is down when the
-    store starts is simply tried by later reads. Used by one plan at a time, under a lock (released
-    by :meth:`Connections.give_back`)."""
-
-    def __init__(self, conninfo: str) -> None:
-        self.conninfo, self._kwargs = conninfo, _replica_kwargs(conninfo)
-        self._lock = threading.Lock()
-        self._own: psycopg.Connection[Any] | None = None
-
-    def take(self) -> tuple[psycopg.Connection[Any], Pooled | None]:
-        """The connection, (re)opened if needed, held under the lock until :meth:`give_back`."""
-        self._lock.acquire()
-        try:
-            if self._own is None or self._own.broken or self._own.closed:
-                self._own = psycopg.Connection.connect(self.conninfo, **self._kwargs)
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._own, None
-
-    def close(self) -> None:
-        """Close the connection if it was opened."""
-        if self._own is not None:
-            self._own.close()
-
-
-class AsyncReplicaConnection(AsyncConnections):
-    """The async twin of :class:`ReplicaConnection`."""
-
-    def __init__(self, conninfo: str) -> None:
-        self.conninfo, self._kwargs = conninfo, _replica_kwargs(conninfo)
-        self._lock = asyncio.Lock()
-        self._own: psycopg.AsyncConnection[Any] | None = None
-
-    async def take(self) -> tuple[psycopg.AsyncConnection[Any], AsyncPooled | None]:
-        """The connection, (re)opened if needed, held under the lock until :meth:`give_back`."""
-        await self._lock.acquire()
-        try:
-            if self._own is None or self._own.broken or self._own.closed:
-                self._own = await psycopg.AsyncConnection.connect(self.conninfo, **self._kwargs)
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._own, None
-
-    async def close(self) -> None:
-        """Close the connection if it was opened."""
-        if self._own is not None:
-            await self._own.close()
 
 
 def _info(exc: BaseException | None) -> tuple[Any, Any, Any]:

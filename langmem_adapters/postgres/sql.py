@@ -20,6 +20,7 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import COMPARISONS, Condition
 from langmem_adapters.core.items import make_item, make_search_item
+from langmem_adapters.core.vectors import IndexSpec
 
 __all__ = [
     "ITEM_COLUMNS",
@@ -32,7 +33,6 @@ __all__ = [
     "Sql",
     "Statement",
     "VectorRow",
-    "VectorRows",
     "compose",
     "delete_rows",
     "filter_sql",
@@ -43,7 +43,7 @@ __all__ = [
     "search_item_of",
     "tsvector_sql",
     "vec_literal",
-    "vector_row_source",
+    "vector_insert",
 ]
 
 
@@ -249,39 +249,38 @@ def delete_rows(table: str, keys: Sequence[tuple[str, str]]) -> Statement:
     return Statement(sql, params, fetch=False)
 
 
-VectorRows = tuple[str, list[Any], str, str]
-"""A source of vector rows (``r.ns, r.key, r.field, r.h, r.e``, and ``r.x`` with their text), its
-parameters, and the column list and values a hybrid store's insert adds (``", tsv"`` and the
-``tsvector`` of ``r.x``; both empty without hybrid search)."""
-
-
 def tsvector_sql(config: str, text: str) -> str:
     """The ``tsvector`` of the SQL expression ``text`` under text-search configuration ``config``:
     how vector rows keep their words and how query text is parsed, one spelling for both."""
     return f"to_tsvector('{config}'::regconfig, {text})"
 
 
-def vector_row_source(
+def vector_insert(
+    table: str,
+    spec: IndexSpec,
     vectors: Mapping[tuple[str, str], Sequence[tuple[str, str, str]]],
-    config: str | None,
     texts: Mapping[str, str] | None,
-) -> VectorRows | None:
-    """Items' vectors (``field, text hash, vector literal`` by item) as the rows ``(ns, key, field,
-    text hash, vector literal)`` to insert into a vector table (``None``: there are none); with a
-    text-search ``config`` and the ``texts`` by hash (a hybrid store's write), each row's text too,
-    so the insert computes its ``tsvector`` in the same statement."""
+) -> Sql | None:
+    """The insert of items' vectors (``field, text hash, vector literal`` by item) into the vector
+    table ``table`` (aliased ``v``), from the rows ``r`` (``None``: there are none); the caller adds
+    what follows (a join, ``ON CONFLICT``). With the ``texts`` by hash (a hybrid store's write),
+    each row's ``tsvector`` too, computed in the same statement."""
     rows = [(ns, key, f, h, v) for (ns, key), got in vectors.items() for f, h, v in got]
     if not rows:
         return None
     columns = [*KEY, ("field", "text"), ("h", "text"), ("e", "text")]
     cells: list[tuple[str, ...]] = list(rows)
     tsv = tsv_value = ""
-    if config is not None and texts is not None:
+    if spec.hybrid is not None and texts is not None:
         columns.append(("x", "text"))
         cells = [(*row, texts[row[3]]) for row in rows]
-        tsv, tsv_value = ", tsv", f", {tsvector_sql(config, 'r.x')}"
+        tsv, tsv_value = ", tsv", f", {tsvector_sql(spec.hybrid.text_config, 'r.x')}"
     source, params = row_source(columns, cells)
-    return source, params, tsv, tsv_value
+    return Sql(
+        f"INSERT INTO {table} AS v (ns, key, field, text_hash, embedding{tsv}) "
+        f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source}",
+        params,
+    )
 
 
 def vec_literal(v: Sequence[float]) -> str:

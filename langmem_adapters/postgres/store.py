@@ -90,7 +90,9 @@ class PostgresStore(PostgresBackend, SyncStore[PostgresStats]):
     @property
     def conn(self) -> psycopg.Connection[Any] | ConnectionPool[Any]:
         """The pool, or the store's current connection (a new one after a lost one was reopened)."""
-        return self._connections.conn
+        conn = self._connections.conn
+        assert conn is not None  # only a replica's opens on first use
+        return conn
 
     @classmethod
     @contextmanager
@@ -193,7 +195,9 @@ class AsyncPostgresStore(PostgresBackend, AsyncStore[PostgresStats]):
     @property
     def conn(self) -> psycopg.AsyncConnection[Any] | AsyncConnectionPool[Any]:
         """The pool, or the store's current connection (a new one after a lost one was reopened)."""
-        return self._connections.conn
+        conn = self._connections.conn
+        assert conn is not None  # only a replica's opens on first use
+        return conn
 
     @classmethod
     @asynccontextmanager

@@ -19,11 +19,12 @@ from langmem_adapters.postgres.sql import (
     LIVE,
     Round,
     Statement,
+    compose,
     delete_rows,
     keep_floats,
     row_source,
     vec_literal,
-    vector_row_source,
+    vector_insert,
 )
 
 __all__ = [
@@ -165,22 +166,18 @@ def _vector_statements(
         stale += f" AND (v.ns, v.key, v.field) NOT IN (SELECT r.ns, r.key, r.field FROM {kept})"
         params += kept_params
     vector_statements.append(Statement(stale, params, fetch=False))
-    config = spec.hybrid.text_config if spec.hybrid is not None else None
-    inserted = vector_row_source(vectors, config, texts)
-    if inserted is not None:
-        source, params, tsv, tsv_value = inserted
+    insert = vector_insert(vt, spec, vectors, texts)
+    if insert is not None:
         tsv_set, tsv_stale = ", tsv = NULL", ""  # changed text: a non-hybrid store drops its words
-        if tsv:
+        if texts is not None:
             # Unchanged text keeps its row (and tsvector), unless a non-hybrid store left it NULL.
             tsv_set, tsv_stale = ", tsv = excluded.tsv", " OR v.tsv IS NULL"
-        sql = (
-            f"INSERT INTO {vt} AS v (ns, key, field, text_hash, embedding{tsv}) "
-            f"SELECT r.ns, r.key, r.field, r.h, r.e::{spec.vector_type}{tsv_value} FROM {source} "
-            f"ON CONFLICT (ns, key, field) DO UPDATE "
+        conflict = (
+            "ON CONFLICT (ns, key, field) DO UPDATE "
             f"SET text_hash = excluded.text_hash, embedding = excluded.embedding{tsv_set} "
             f"WHERE v.text_hash <> excluded.text_hash{tsv_stale}"
         )
-        vector_statements.append(Statement(sql, params, fetch=False))
+        vector_statements.append(compose(insert, conflict).statement(fetch=False))
     return vector_statements
 
 
