@@ -14,12 +14,16 @@ every ``df``): its statistics, if any, describe rows that are gone. The query's 
 (``core.hybrid.STOP_WORDS``) are left out. Only the terms held by at most
 ``HybridSpec.rare_bound(N, page)`` rows (``rare_share``, 5% by default, or no more than the page's
 end) **select** candidate rows through the GIN index; every other term only adds its weight to the
-rows they selected, tested on those rows' ``tsv``: so no search reads the posting list of a common
-word (at most ``bound + 1`` of its entries, to count it, when ANALYZE did not record it), the cost
-of the lexical side is bounded by the rarer words' rows, and a query of common words only has no
-lexical side. An item's lexical score is the sum of the weights of the terms any
-of its texts holds (BM25 with term frequency and length left out: memories are short; measured on
-LongMemEval, fused with the vector side, as good as full BM25, see docs/hybrid.md).
+rows they selected, tested through the index on the rows holding a selecting word: so no search
+reads the posting list of a common word (at most ``bound + 1`` of its entries, to count it, when
+ANALYZE did not record it), the cost of the lexical side is bounded by the rarer words' rows, and
+a query of common words only has no lexical side. A selecting word's rows are read once, when it
+is counted, and its rows under the prefix kept for scoring (not looked up again per word). An
+item's lexical score is the sum of the weights of the terms any of its texts holds (BM25 with term
+frequency and length left out: memories are short; measured on LongMemEval, fused with the vector
+side, as good as full BM25, see docs/hybrid.md). Only the rows that can reach the fused page carry
+the item's value (see :func:`fuse_rows`): the others, up to ``depth`` times the page, only their
+key and score, which set the fusion's scale.
 """
 
 from __future__ import annotations
@@ -84,38 +88,47 @@ def lexical_search(
     candidates: int,
 ) -> Statement:
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
-    (best first, then namespace and key): ``ITEM_COLUMNS`` and the score. Sent after
-    :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by
-    :func:`fuse_rows`: the best item is the first row."""
+    (best first, then namespace and key): ``ITEM_COLUMNS`` and the score, the item's columns other
+    than its key only for the items ranked within the page (ties included: no other can reach the
+    fused page, see :func:`fuse_rows`). Sent after :func:`lexical_settings` or a statement
+    :func:`riding` them. The floor is applied by :func:`fuse_rows`: the best item is the first row."""
     vt = t.vectors(spec)
-    ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
+    page = op.offset + op.limit
+    x_sql, x_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
+    v_sql, v_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
     return Statement(
         f"WITH size AS MATERIALIZED ({_size_sql(vt)}), "
-        # counted once (a subquery would be inlined, and the count run for every use of df)
-        f"counted AS MATERIALIZED (SELECT u.i, u.q, {_frequency_sql(t, vt)}::float8 AS df "
-        f"FROM ({_lexemes_sql(hybrid.text_config)}) u, size z), "
-        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {_IDF} AS w "
-        "FROM counted u, size z WHERE u.df > 0), "
-        f"{_hits_sql(vt, ns_sql)} "
+        f"{_counted_sql(t, vt, hybrid.text_config, x_sql)}, "
+        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {_IDF} AS w, "
+        "u.nss, u.keys FROM counted u, size z WHERE u.df > 0), "
+        f"{_hits_sql(vt, v_sql)} "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
         # items of the other hits, hundreds where a query's words are ordinary, are not read).
-        f"SELECT * FROM (SELECT s.*, h.score FROM (SELECT * FROM hits "
-        "ORDER BY score DESC, ns, key) h "
+        f"SELECT x.ns, x.key, {_in_page('value', page)}, {_in_page('created_at', page)}, "
+        f"{_in_page('updated_at', page)}, {_in_page('ttl_minutes', page)}, x.score FROM "
+        "(SELECT r.*, rank() OVER (ORDER BY r.score DESC) AS n FROM (SELECT s.*, h.score FROM "
+        "(SELECT * FROM hits ORDER BY score DESC, ns, key) h "
         f"CROSS JOIN LATERAL (SELECT {ITEM_COLUMNS.format(a='i')} FROM {t.store} i "
         f"WHERE i.ns = h.ns AND i.key = h.key AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s "
-        f"LIMIT {int(candidates)}) r ORDER BY r.score DESC, r.ns, r.key",
+        f"LIMIT {int(candidates)}) r) x ORDER BY x.score DESC, x.ns, x.key",
         [
-            op.offset + op.limit,
+            page,
             hybrid.rare_share,
             clean_query(op.query or ""),
             _stop_words(op.query or ""),
-            *ns_params,
+            *x_params,
+            *v_params,
             *f_params,
         ],
     )
+
+
+def _in_page(column: str, page: int) -> str:
+    """``column`` of a row ranked within the ``page`` (ties included), else NULL."""
+    return f"CASE WHEN x.n <= {int(page)} THEN x.{column} END"
 
 
 # A term's weight: BM25's inverse document frequency (``u.df`` rows of ``z.n`` hold it).
@@ -149,31 +162,40 @@ def _lexemes_sql(text_config: str) -> str:
     )
 
 
-def _frequency_sql(t: Tables, vt: str) -> str:
-    """A lexeme's document frequency: a common lexeme's by its recorded share, any other counted on
-    the index, up to one past the bound (past it, a word only adds to the scores of the candidates
-    the rarer words select, and its weight is that of a word just past the bound). (The copy's ''
-    row is no lexeme: a tsvector holds none empty.)"""
+def _counted_sql(t: Tables, vt: str, text_config: str, x_sql: str) -> str:
+    """The ``counted`` CTE: each query lexeme's document frequency ``df`` and, for a word that may
+    select candidates, the keys of its rows under the prefix (``nss``, ``keys``): a common
+    lexeme's ``df`` by its recorded share (:func:`terms_refresh`; the copy's '' row is no lexeme:
+    a tsvector holds none empty), any other counted on the index, up to one past the bound (past
+    it, a word only adds to the scores of the candidates the rarer words select, and its weight
+    is that of a word just past the bound). A less common word's rows are read once, both to count
+    it and to score them."""
     return (
-        f"coalesce((SELECT greatest(1, s.f * z.n) FROM {t.terms} s WHERE z.known "
-        f"AND s.tbl = '{vt}' AND s.lex = u.lex), "
-        f"(SELECT count(*) FROM (SELECT 1 FROM {vt} x WHERE x.tsv @@ u.q "
-        "LIMIT (SELECT b.bound + 1 FROM size b)) c))"
+        "counted AS MATERIALIZED (SELECT u.i, u.q, coalesce(u.known, c.n)::float8 AS df, "
+        f"c.nss, c.keys FROM (SELECT a.*, (SELECT greatest(1, s.f * z.n) FROM {t.terms} s "
+        f"WHERE z.known AND s.tbl = '{vt}' AND s.lex = a.lex) AS known "
+        f"FROM ({_lexemes_sql(text_config)}) a, size z OFFSET 0) u CROSS JOIN size z "
+        "CROSS JOIN LATERAL (SELECT count(*) AS n, array_agg(x.ns) FILTER (WHERE x.inside) AS "
+        "nss, array_agg(x.key) FILTER (WHERE x.inside) AS keys FROM (SELECT v.ns, v.key, "
+        f"{x_sql} AS inside FROM {vt} v WHERE coalesce(u.known <= z.bound, TRUE) "
+        "AND v.tsv @@ u.q LIMIT CASE WHEN u.known IS NULL THEN z.bound + 1 END) x) c)"
     )
 
 
-def _hits_sql(vt: str, ns_sql: str) -> str:
-    """The ``found`` and ``hits`` CTEs: the rows under the prefix holding a selecting (less common)
-    word (one index scan of those words OR-ed: no row twice), and each item's score, the sum of the
-    weights of the words its rows hold, each word tested through the index (reading the rows'
-    ``tsv`` instead, a 2,000-character text's is stored compressed, was 2.5x slower on
-    LongMemEval)."""
+def _hits_sql(vt: str, v_sql: str) -> str:
+    """The ``hits`` CTE: each item under the prefix holding a selecting (less common) word, scored
+    by the sum of the weights of the words its rows hold (a word counts once per item). A
+    selecting word's rows under the prefix were kept when it was counted; every other word is
+    tested through the index on the rows holding a selecting word (those words OR-ed into one
+    ``tsquery``), so its posting list is never read whole. (Reading the found rows' ``tsv``
+    instead, a 2,000-character text's is stored compressed, was 2.5x slower on LongMemEval.)"""
     return (
-        f"found AS (SELECT v.ns, v.key, v.tsv FROM {vt} v WHERE v.tsv @@ (SELECT "
-        "string_agg(s.q::text, ' | ')::tsquery FROM terms s WHERE s.selects) "
-        f"AND {ns_sql}), "
-        "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT f.ns, f.key, "
-        "w.i, w.w FROM found f JOIN terms w ON f.tsv @@ w.q) m GROUP BY m.ns, m.key)"
+        "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT * FROM "
+        "(SELECT r.ns, r.key, s.i, s.w FROM terms s CROSS JOIN LATERAL unnest(s.nss, s.keys) "
+        "r(ns, key) WHERE s.selects UNION ALL SELECT v.ns, v.key, c.i, c.w FROM terms c "
+        f"CROSS JOIN LATERAL (SELECT v.ns, v.key FROM {vt} v WHERE v.tsv @@ c.q AND v.tsv @@ "
+        "(SELECT string_agg(o.q::text, ' | ')::tsquery FROM terms o WHERE o.selects) "
+        f"AND {v_sql} OFFSET 0) v WHERE NOT c.selects) a) m GROUP BY m.ns, m.key)"
     )
 
 
@@ -283,7 +305,10 @@ def fuse_rows(
 ) -> list[tuple[Sequence[Any], float]]:
     """The page ``[offset, offset + limit)`` of the fusion (``core.hybrid.fuse``) of the two
     sides' rows (each best first, ``ITEM_COLUMNS`` first, then the distance or the lexical score),
-    with each item's fused score."""
+    with each item's fused score. A lexical row past the page's end (its columns NULL but the key
+    and score, :func:`lexical_search`) cannot reach the page: each of the page's lexical rows
+    scores at least as high on that side and comes first on ties, and the fusion adds each side's
+    share, never less for a higher score."""
     lexical_rows = lexical_rows[: hybrid.floored([float(r[6]) for r in lexical_rows])]
     rows = {(r[0], r[1]): r for r in (*lexical_rows, *vector_rows)}
     fused = fuse(
@@ -291,7 +316,9 @@ def fuse_rows(
         [((r[0], r[1]), float(r[6])) for r in lexical_rows],
         hybrid,
     )
-    return [(rows[key], score) for key, score in fused[offset : offset + limit]]
+    page = [(rows[key], score) for key, score in fused[offset : offset + limit]]
+    assert all(r[2] is not None for r, _ in page), "a lexical row past the page reached it"
+    return page
 
 
 _FANNED = re.compile(r"^(.*)\.(\d+)$")
