@@ -16,7 +16,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import datetime_of, text
 
-__all__ = ["Record", "decode_vectors"]
+__all__ = ["Record", "decode_vectors", "encode_vectors"]
 
 
 @dataclass(slots=True)
@@ -75,6 +75,11 @@ class Record:
             datetime_of(self.updated),
             score,
         )
+
+
+def encode_vectors(vectors: list[list[float]]) -> str:
+    """Vectors as an item's ``e`` field holds them (base64 float32), read by :func:`decode_vectors`."""
+    return base64.b64encode(np.asarray(vectors, np.float32).tobytes()).decode()
 
 
 def decode_vectors(raw: Any, spec: IndexSpec) -> np.ndarray[Any, Any]:

@@ -11,7 +11,6 @@ readers check each candidate's ZSET for a live item.
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from datetime import datetime, timedelta
 from json.encoder import encode_basestring
 from typing import Any
 
-import numpy as np
 import orjson
 
 from langmem_adapters.core import namespaces as nsp
@@ -30,7 +28,7 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec, extract_texts
 from langmem_adapters.redis.layout import EPOCH, GRACE_MS, NO_EXPIRY, Keys, Mode, text
-from langmem_adapters.redis.records import decode_vectors
+from langmem_adapters.redis.records import decode_vectors, encode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import namespace_tags, namespace_tokens, path_json, value_tokens
 
@@ -45,6 +43,8 @@ __all__ = [
     "sweep_plan",
     "touch_entry",
     "unchanged",
+    "vector_doc",
+    "vector_fields",
     "write_rounds",
 ]
 
@@ -199,16 +199,26 @@ def _item_args(
     )
     args: tuple[Any, ...] = (meta,)
     if vectors:
-        hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
-        blob = base64.b64encode(np.asarray([v for _, _, v in vectors], np.float32).tobytes())
-        args += (hashes, blob.decode())
+        args += vector_fields(vectors)
     if mode == "query_engine":
         t = value_tokens(value)  # distinct: one x and one e token per path
         args += (namespace_tags(namespace), ",".join(t))
         if vectors:
-            p = namespace_tokens(namespace)
-            args += (orjson.dumps({"p": p, "t": t, "e": [v for _, _, v in vectors]}).decode(),)
+            args += (vector_doc(namespace, t, vectors),)
     return args
+
+
+def vector_fields(vectors: Vectors) -> tuple[str, str]:
+    """An item's ``h`` (its texts' hashes, JSON) and ``e`` (its vectors, base64 float32) fields."""
+    hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
+    return hashes, encode_vectors([v for _, _, v in vectors])
+
+
+def vector_doc(namespace: tuple[str, ...], tokens: list[str], vectors: Vectors) -> str:
+    """An item's vector document (Query Engine mode): its vectors, and its namespace's and value's
+    tokens for a filtered KNN."""
+    doc = {"p": namespace_tokens(namespace), "t": tokens, "e": [v for _, _, v in vectors]}
+    return orjson.dumps(doc).decode()
 
 
 def unchanged(vector: list[float]) -> list[float]:
