@@ -47,7 +47,6 @@ from langmem_adapters.redis.urls import (
     aclose_client,
     async_client,
     close_client,
-    sentinel_pool_limit,
     sync_client,
 )
 from langmem_adapters.redis.writes import sweep_plan
@@ -218,7 +217,7 @@ class AsyncRedisStore(RedisBackend, AsyncStore[RedisStats]):
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         check_cluster_mode(cluster_mode, self.cluster)
-        wire = AsyncWire(self.client, wait, sentinel_pool_limit(self.client))
+        wire = AsyncWire(self.client, wait)
         self._execute: Callable[[Round], Awaitable[list[Any]]] = wire.execute
         self._sessions = AsyncSession(self, wire.slots)
         self._bind_loop()
