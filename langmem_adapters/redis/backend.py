@@ -59,12 +59,17 @@ class RedisBackend(Store[RedisStats]):
         self.cluster = False
         self._stats = self._new_stats()
 
+    def _setup(self) -> Steps[Mode]:
+        """``setup()``: detect the mode and create the search index; the store's mode from now on."""
+        self.mode = yield from setup_plan(
+            self.keys, self.index_spec, self.requested_mode, self.cluster
+        )
+        return self.mode
+
     def _ready(self) -> Steps[Mode]:
         """The store's mode, detected first (``setup()``) if the store has not yet."""
         if self.mode is None:
-            self.mode = yield from setup_plan(
-                self.keys, self.index_spec, self.requested_mode, self.cluster
-            )
+            return (yield from self._setup())
         return self.mode
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:

@@ -39,7 +39,6 @@ from langmem_adapters.redis.options import (
     one_client,
     one_prefix,
 )
-from langmem_adapters.redis.schema import setup_plan
 from langmem_adapters.redis.scripts import Round
 from langmem_adapters.redis.sessions import AsyncSession, Session
 from langmem_adapters.redis.stats import RedisStats
@@ -161,9 +160,7 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
 
     def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = self._run(
-            setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
-        )
+        self._run(self._setup())
 
     def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
@@ -278,9 +275,7 @@ class AsyncRedisStore(RedisBackend, AsyncStore[RedisStats]):
 
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = await self._drive(
-            setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
-        )
+        await self._drive(self._setup())
 
     async def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
