@@ -115,28 +115,24 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
         wait_timeout: float = 1.0,
     ) -> Iterator[RedisStore]:
         """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, ``redis+sentinel://``), yield
-        a set-up store, close on exit."""
-        client = sync_client(url)
+        a set-up store, close it (and its client) on exit."""
+        store = cls(
+            url,
+            index=index,
+            ttl=ttl,
+            prefix=one_prefix(prefix, store_prefix),
+            mode=mode,
+            vector_prefix=vector_prefix,
+            wait_replicas=wait_replicas,
+            wait_timeout=wait_timeout,
+        )
         try:
-            store = cls(
-                client,
-                index=index,
-                ttl=ttl,
-                prefix=one_prefix(prefix, store_prefix),
-                mode=mode,
-                vector_prefix=vector_prefix,
-                wait_replicas=wait_replicas,
-                wait_timeout=wait_timeout,
-            )
             store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 store.start_ttl_sweeper()
-            try:
-                yield store
-            finally:
-                store.stop_ttl_sweeper()
+            yield store
         finally:
-            close_client(client)
+            store.close()
 
     def __enter__(self) -> RedisStore:
         """``with RedisStore(...) as store:`` closes the store (see :meth:`close`) on exit."""
