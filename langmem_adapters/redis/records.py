@@ -54,27 +54,16 @@ class Record:
 
     def item(self) -> Item:
         """The record as a langgraph ``Item``."""
-        return make_item(
-            self.namespace,
-            self.key,
-            self.value,
-            datetime_of(self.created),
-            datetime_of(self.updated),
-        )
+        created, updated = datetime_of(self.created), datetime_of(self.updated)
+        return make_item(self.namespace, self.key, self.value, created, updated)
 
     def search_item(self, spec: IndexSpec | None) -> SearchItem:
         """The record as a ``SearchItem``, scored from its distance when it has one."""
         score = self.score
         if score is None and self.distance is not None and spec is not None:
             score = spec.score(self.distance)
-        return make_search_item(
-            self.namespace,
-            self.key,
-            self.value,
-            datetime_of(self.created),
-            datetime_of(self.updated),
-            score,
-        )
+        created, updated = datetime_of(self.created), datetime_of(self.updated)
+        return make_search_item(self.namespace, self.key, self.value, created, updated, score)
 
 
 def encode_vectors(vectors: list[list[float]]) -> str:
