@@ -122,14 +122,11 @@ class RedisBackend(Store[RedisStats]):
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """One page of ``restore`` (see :func:`langmem_adapters.redis.export.restore_plan`)."""
         mode = yield from self._ready()
-        return (
-            yield from guarded(
-                self._guard,
-                self.index_spec,
-                self._identity_access,
-                lambda: restore_plan(self.keys, mode, self.index_spec, records, self.cluster),
-            )
-        )
+
+        def steps() -> Steps[int]:  # built after the identity check, as a batch's
+            return restore_plan(self.keys, mode, self.index_spec, records, self.cluster)
+
+        return (yield from guarded(self._guard, self.index_spec, self._identity_access, steps))
 
     def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Steps[int]:
         """``count`` (see :func:`langmem_adapters.redis.namespaces.count_plan`)."""
