@@ -47,7 +47,6 @@ from langmem_adapters.redis.writes import (
     lexical_text,
     put_entry,
     touch_entry,
-    unchanged,
     write_rounds,
 )
 
@@ -119,7 +118,7 @@ def plan(
     ctx = Context(keys, mode, spec, cluster, time.time_ns() // 1000)
     qvecs: dict[str, list[float]] = {}
     if spec is not None and batch.searches:
-        qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
+        qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), list)
     vectors = {}
     if spec is not None and batch.writes:
         vectors = yield from embed_writes(keys, spec, batch.writes)

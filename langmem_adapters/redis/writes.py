@@ -42,7 +42,6 @@ __all__ = [
     "restore_entry",
     "sweep_plan",
     "touch_entry",
-    "unchanged",
     "vector_doc",
     "vector_fields",
     "write_rounds",
@@ -221,11 +220,6 @@ def vector_doc(namespace: tuple[str, ...], tokens: list[str], vectors: Vectors) 
     return orjson.dumps(doc).decode()
 
 
-def unchanged(vector: list[float]) -> list[float]:
-    """Vectors as the embedder gave them (lists of floats): the form writes and queries use."""
-    return vector
-
-
 def embed_writes(
     keys: Keys, spec: IndexSpec, writes: Iterable[Write]
 ) -> Generator[Embed | Round, Any, dict[tuple[str, str], Vectors]]:
@@ -242,7 +236,7 @@ def embed_writes(
             hashes = load_json(h_raw)
             for (_, h), vec in zip(hashes, decode_vectors(e_raw, spec)):
                 known[h] = vec.tolist()
-    return (yield from embed_missing(spec, wanted, known, unchanged))
+    return (yield from embed_missing(spec, wanted, known, list))  # lists of floats, as embedded
 
 
 def sweep_plan(keys: Keys) -> Generator[Round, list[Any], int]:
