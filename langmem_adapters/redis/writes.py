@@ -76,32 +76,19 @@ def write_rounds(
         for ns, group in groups.items()
         if any(e.op != "d" for e in group)
     }
-    register = Call(
-        (now_us // 1000 - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))),
-        "register",
-        (keys.registry,),
-    )
-    writes = Round(
-        [
-            _script_call(keys, mode, now_us, {ns: group}, registry=False)
-            for ns, group in groups.items()
-        ]
-    )
+    pairs = [v for ns, x in expiry.items() for v in (x, ns)]  # latest expiry, namespace, ...
+    register = Call((now_us // 1000 - GRACE_MS, *pairs), "register", (keys.registry,))
+    one_each = [{ns: group} for ns, group in groups.items()]
+    writes = Round([_script_call(keys, mode, now_us, g, registry=False) for g in one_each])
     return [Round([register]), writes] if expiry else [writes]
 
 
 def _script_call(
     keys: Keys, mode: Mode, now_us: int, groups: dict[str, list[Entry]], registry: bool
 ) -> Call:
-    now_ms = now_us // 1000
     key_list = [keys.registry] if registry else []
-    args: list[Any] = [
-        now_ms - GRACE_MS,
-        "1" if mode == "query_engine" else "0",
-        len(groups),
-        "1" if registry else "0",
-        now_us,
-    ]
+    qe = "1" if mode == "query_engine" else "0"
+    args: list[Any] = [now_us // 1000 - GRACE_MS, qe, len(groups), "1" if registry else "0", now_us]
     for ns_text, group in groups.items():
         key_list.append(keys.zset(ns_text))
         args += (ns_text, len(group))
