@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import redis
 import redis.asyncio as aredis
@@ -50,7 +50,24 @@ from langmem_adapters.redis.urls import (
 )
 from langmem_adapters.redis.writes import sweep_plan
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11
+
 __all__ = ["AsyncRedisStore", "RedisStore"]
+
+
+class ConnOptions(TypedDict, total=False):
+    """The keywords ``from_conn_string`` passes on to the store it makes (see the store's
+    ``__init__``)."""
+
+    index: IndexConfig | None
+    ttl: TTLConfig | None
+    prefix: str | None
+    mode: ModeOption
+    store_prefix: str | None
+    vector_prefix: str | None
+    wait_replicas: int
+    wait_timeout: float
 
 
 class RedisStore(RedisBackend, SyncStore[RedisStats]):
@@ -101,31 +118,11 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
 
     @classmethod
     @contextmanager
-    def from_conn_string(
-        cls,
-        url: str,
-        *,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        prefix: str | None = None,
-        mode: ModeOption = "auto",
-        store_prefix: str | None = None,
-        vector_prefix: str | None = None,
-        wait_replicas: int = 0,
-        wait_timeout: float = 1.0,
-    ) -> Iterator[RedisStore]:
+    def from_conn_string(cls, url: str, **options: Unpack[ConnOptions]) -> Iterator[RedisStore]:
         """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, ``redis+sentinel://``), yield
-        a set-up store, close it (and its client) on exit."""
-        store = cls(
-            url,
-            index=index,
-            ttl=ttl,
-            prefix=one_prefix(prefix, store_prefix),
-            mode=mode,
-            vector_prefix=vector_prefix,
-            wait_replicas=wait_replicas,
-            wait_timeout=wait_timeout,
-        )
+        a set-up store, close it (and its client) on exit. ``options``: the store's own keywords
+        (:class:`ConnOptions`)."""
+        store = cls(url, **options)
         try:
             store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
@@ -218,31 +215,12 @@ class AsyncRedisStore(RedisBackend, AsyncStore[RedisStats]):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls,
-        url: str,
-        *,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        prefix: str | None = None,
-        mode: ModeOption = "auto",
-        store_prefix: str | None = None,
-        vector_prefix: str | None = None,
-        wait_replicas: int = 0,
-        wait_timeout: float = 1.0,
+        cls, url: str, **options: Unpack[ConnOptions]
     ) -> AsyncIterator[AsyncRedisStore]:
         """Async context manager twin of :meth:`RedisStore.from_conn_string`, on a blocking pool
         (see ``__init__``): many concurrent tasks queue instead of failing with ``MaxConnectionsError``.
         """
-        store = cls(
-            url,
-            index=index,
-            ttl=ttl,
-            prefix=one_prefix(prefix, store_prefix),
-            mode=mode,
-            vector_prefix=vector_prefix,
-            wait_replicas=wait_replicas,
-            wait_timeout=wait_timeout,
-        )
+        store = cls(url, **options)
         try:
             await store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
