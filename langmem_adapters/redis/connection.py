@@ -219,10 +219,8 @@ class Wire:
             if self._held is not None and self._held_pid == os.getpid() and _stale(self._held):
                 self._give_back()  # the server went away: a new checkout reconnects
             if self._held is None or self._held_pid != os.getpid():
-                self._held, self._held_pid = (
-                    _checkout(self.client.connection_pool),
-                    os.getpid(),
-                )
+                self._held = _checkout(self.client.connection_pool)
+                self._held_pid = os.getpid()
             try:
                 return self._send_on(self._held, request, False)
             except BaseException:
