@@ -49,11 +49,10 @@ def plain_searches(
         count_corpus(stats.corpus, texts.values(), replies[len(reads) :])
     out = []
     for i, op, conds in searches:
-        records = [
+        found = [r for ns in wanted if under(ns, op.namespace_prefix) for r in by_ns[ns]]
+        records = [  # copies: each search scores its own
             Record(r.namespace, r.key, r.value, r.created, r.updated, r.ttl, vectors=r.vectors)
-            for ns in wanted
-            if under(ns, op.namespace_prefix)
-            for r in by_ns[ns]
+            for r in found
             if matches(r.value, conds)
         ]
         qvec = qvecs.get(op.query or "")
