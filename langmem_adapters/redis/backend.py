@@ -59,12 +59,17 @@ class RedisBackend(Store[RedisStats]):
         self.cluster = False
         self._stats = self._new_stats()
 
+    def _setup(self) -> Steps[Mode]:
+        """``setup()``: detect the mode and create the search index; the store's mode from now on."""
+        self.mode = yield from setup_plan(
+            self.keys, self.index_spec, self.requested_mode, self.cluster
+        )
+        return self.mode
+
     def _ready(self) -> Steps[Mode]:
         """The store's mode, detected first (``setup()``) if the store has not yet."""
         if self.mode is None:
-            self.mode = yield from setup_plan(
-                self.keys, self.index_spec, self.requested_mode, self.cluster
-            )
+            return (yield from self._setup())
         return self.mode
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
@@ -117,14 +122,11 @@ class RedisBackend(Store[RedisStats]):
     def _restore_plan(self, records: list[tuple[StoredItem, str]]) -> Steps[int]:
         """One page of ``restore`` (see :func:`langmem_adapters.redis.export.restore_plan`)."""
         mode = yield from self._ready()
-        return (
-            yield from guarded(
-                self._guard,
-                self.index_spec,
-                self._identity_access,
-                lambda: restore_plan(self.keys, mode, self.index_spec, records, self.cluster),
-            )
-        )
+
+        def steps() -> Steps[int]:  # built after the identity check, as a batch's
+            return restore_plan(self.keys, mode, self.index_spec, records, self.cluster)
+
+        return (yield from guarded(self._guard, self.index_spec, self._identity_access, steps))
 
     def _count_plan(self, prefix: tuple[str, ...], conditions: tuple[Condition, ...]) -> Steps[int]:
         """``count`` (see :func:`langmem_adapters.redis.namespaces.count_plan`)."""

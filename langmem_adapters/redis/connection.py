@@ -164,25 +164,14 @@ def _outcome(request: Round, results: list[Any]) -> list[Any]:
     return results
 
 
-def _missing_scripts(request: Round, results: list[Any]) -> list[tuple[int, str, Call]]:
-    """Script calls that failed with NOSCRIPT, with their positions and scripts: they did not run
-    and are safe to resend."""
-    return [
-        (i, call.script, call)
+def _missing_scripts(request: Round, results: list[Any]) -> dict[int, Call]:
+    """The script calls that failed with NOSCRIPT, by position: they did not run and are safe to
+    resend (in a round of their own, with a WAIT, if any, after them)."""
+    return {
+        i: call
         for i, (r, call) in enumerate(zip(results, request.calls))
-        if isinstance(r, NoScriptError) and call.script
-    ]
-
-
-def _retry_round(request: Round, missing: list[tuple[int, str, Call]]) -> Round:
-    """The script calls that found NOSCRIPT, to send again (with a WAIT, if any, after them)."""
-    return Round([call for _, _, call in missing], request.check)
-
-
-def _merge(results: list[Any], missing: list[tuple[int, str, Call]], again: list[Any]) -> None:
-    """Put the replies of the resent script calls in their places among the round's replies."""
-    for (i, _, _), reply in zip(missing, again):
-        results[i] = reply
+        if isinstance(r, NoScriptError)
+    }
 
 
 def _pipeline(client: Any, request: Round) -> Any:
@@ -230,10 +219,8 @@ class Wire:
             if self._held is not None and self._held_pid == os.getpid() and _stale(self._held):
                 self._give_back()  # the server went away: a new checkout reconnects
             if self._held is None or self._held_pid != os.getpid():
-                self._held, self._held_pid = (
-                    _checkout(self.client.connection_pool),
-                    os.getpid(),
-                )
+                self._held = _checkout(self.client.connection_pool)
+                self._held_pid = os.getpid()
             try:
                 return self._send_on(self._held, request, False)
             except BaseException:
@@ -265,9 +252,11 @@ class Wire:
         """Send a round's commands together, reloading Lua scripts the server has forgotten."""
         results = self._waited(request)
         if missing := _missing_scripts(request, results):
-            for script in {script for _, script, _ in missing}:
+            for script in {call.script for call in missing.values() if call.script}:
                 self.client.script_load(SCRIPTS[script])
-            _merge(results, missing, self._waited(_retry_round(request, missing)))
+            again = self._waited(Round(list(missing.values()), request.check))
+            for i, reply in zip(missing, again):
+                results[i] = reply
         return _outcome(request, results)
 
     def _waited(self, request: Round) -> list[Any]:
@@ -285,18 +274,19 @@ class Wire:
 
 
 def pool_limit(client: Any) -> int | None:
-    """How many connections the client's blocking pool may open (``None``: another pool, which
-    fails at once when exhausted and says so, see :func:`lost`, or a cluster client)."""
+    """How many connections the client's blocking pool, or its Sentinel pool (which fails at once
+    when full: redis-py has no blocking one for Sentinel), may open; ``None``: another pool, which
+    fails at once when exhausted and says so (see :func:`lost`), or a cluster client."""
     pool = getattr(client, "connection_pool", None)
     limit = getattr(pool, "max_connections", None)
-    blocking = isinstance(pool, aredis.BlockingConnectionPool)
-    return limit if blocking and isinstance(limit, int) and 0 < limit < 2**31 else None
+    bounded = isinstance(pool, (aredis.BlockingConnectionPool, asentinel.SentinelConnectionPool))
+    return limit if bounded and isinstance(limit, int) and 0 < limit < 2**31 else None
 
 
 class AsyncWire:
     """Executes rounds for an async store, as a pipeline on its ``redis.asyncio`` client.
 
-    ``slots`` (one per connection of a blocking pool, or ``limit``: a Sentinel pool's size, else
+    ``slots`` (one per connection of a blocking or Sentinel pool, see :func:`pool_limit`, else
     ``None``) is what the store's sessions hold while a plan runs: plans beyond the pool's size
     queue there, without a deadline, rather than in the pool, whose wait times out (a store made
     from a URL has such a pool) or which fails at once (a Sentinel pool). Queued
@@ -304,21 +294,21 @@ class AsyncWire:
     while the first connections open (their connect timeout would fire).
     """
 
-    def __init__(
-        self, client: aredis.Redis, wait: ReplicaWait | None = None, limit: int | None = None
-    ) -> None:
+    def __init__(self, client: aredis.Redis, wait: ReplicaWait | None = None) -> None:
         self.client = client
         self.wait = wait
-        limit = limit or pool_limit(client)
+        limit = pool_limit(client)
         self.slots = asyncio.Semaphore(limit) if limit else None
 
     async def execute(self, request: Round) -> list[Any]:
         """Send a round's commands together, reloading Lua scripts the server has forgotten."""
         results = await self._waited(request)
         if missing := _missing_scripts(request, results):
-            for script in {script for _, script, _ in missing}:
+            for script in {call.script for call in missing.values() if call.script}:
                 await self.client.script_load(SCRIPTS[script])
-            _merge(results, missing, await self._waited(_retry_round(request, missing)))
+            again = await self._waited(Round(list(missing.values()), request.check))
+            for i, reply in zip(missing, again):
+                results[i] = reply
         return _outcome(request, results)
 
     async def _waited(self, request: Round) -> list[Any]:

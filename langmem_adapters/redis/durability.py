@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from langmem_adapters.core.ops import check_count
 from langmem_adapters.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -74,20 +75,15 @@ class ReplicaWait:
 
 def replica_wait(replicas: object, timeout: object, cluster: bool) -> ReplicaWait | None:
     """The store's ``wait_replicas`` / ``wait_timeout`` (seconds) checked: ``None`` when 0."""
-    if not isinstance(replicas, int) or isinstance(replicas, bool):
-        raise InvalidArgumentTypeError(
-            f"wait_replicas must be an int, got {type(replicas).__name__}"
-        )
+    count = check_count("wait_replicas", replicas)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
         raise InvalidArgumentTypeError(
             f"wait_timeout must be a number of seconds, got {type(timeout).__name__}"
         )
-    if replicas < 0:
-        raise InvalidArgumentError(f"wait_replicas must be >= 0, got {replicas}")
     if not (0 < timeout < math.inf):
         raise InvalidArgumentError(f"wait_timeout must be > 0 seconds and finite, got {timeout}")
-    if replicas and cluster:
+    if count and cluster:
         raise InvalidArgumentError(
             "wait_replicas applies to a single primary (or one behind Sentinel), not a Redis Cluster"
         )
-    return ReplicaWait(replicas, max(1, math.ceil(timeout * 1000))) if replicas else None
+    return ReplicaWait(count, max(1, math.ceil(timeout * 1000))) if count else None

@@ -28,6 +28,7 @@ from langmem_adapters.redis.layout import EPOCH, NO_EXPIRY, Keys, Mode, datetime
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.writes import (
+    Entry,
     delete_entry,
     embed_writes,
     lexical_text,
@@ -106,18 +107,15 @@ def restore_plan(
         writes = [Write(r.namespace, r.key, r.value, j, None, r.ttl_minutes) for r, j in records]
         vectors = yield from embed_writes(keys, spec, writes)
     now = EPOCH + timedelta(microseconds=now_us)
-    entries = [
-        delete_entry(nsp.join(r.namespace), r.key)
-        if r.expires_at is not None and r.expires_at <= now
-        else restore_entry(
-            mode,
-            r,
-            value_json,
-            vectors.get((nsp.join(r.namespace), r.key), []),
-            lexical_text(spec, r.value, None),
-        )
-        for r, value_json in records
-    ]
+    entries: list[Entry] = []
+    for r, value_json in records:
+        ns_text = nsp.join(r.namespace)
+        if r.expires_at is not None and r.expires_at <= now:
+            entries.append(delete_entry(ns_text, r.key))
+        else:
+            vecs = vectors.get((ns_text, r.key), [])
+            words = lexical_text(spec, r.value, None)
+            entries.append(restore_entry(mode, r, value_json, vecs, words))
     for request in write_rounds(keys, mode, now_us, entries, cluster) if entries else ():
         _written = yield request  # the script's count of puts; every record was applied
     return len(records)

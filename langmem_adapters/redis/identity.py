@@ -31,21 +31,17 @@ class RedisIdentity:
         """Every identity recorded on the prefix, by vector index name."""
         (fields,) = yield Round([Call(("HGETALL", self.keys.embedders))])
         pairs = fields.items() if isinstance(fields, dict) else zip(fields[::2], fields[1::2])
-        out = {}
-        for name, raw in pairs:
-            data = json.loads(text(raw))
-            out[text(name)] = Recorded(Identity.from_json(data["identity"]), data["generation"])
-        return out
+        return {text(name): _recorded(raw) for name, raw in pairs}
 
     def record(self, identity: Identity, generation: int) -> Generator[Round, list[Any], Recorded]:
         """Record ``identity`` for this index unless a racing store did first; the one recorded."""
-        _, raw = yield Round(
-            [
-                Call(
-                    ("HSETNX", self.keys.embedders, self.name, recorded_json(identity, generation))
-                ),
-                Call(("HGET", self.keys.embedders, self.name)),
-            ]
-        )
-        data = json.loads(text(raw))
-        return Recorded(Identity.from_json(data["identity"]), data["generation"])
+        field = recorded_json(identity, generation)
+        setnx = Call(("HSETNX", self.keys.embedders, self.name, field))
+        _, raw = yield Round([setnx, Call(("HGET", self.keys.embedders, self.name))])
+        return _recorded(raw)
+
+
+def _recorded(raw: Any) -> Recorded:
+    """A field of ``P:embedders`` read back (see :func:`recorded_json`)."""
+    data = json.loads(text(raw))
+    return Recorded(Identity.from_json(data["identity"]), data["generation"])

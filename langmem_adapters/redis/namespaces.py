@@ -69,17 +69,10 @@ def count_plan(
         return sum(int(n) for n in counts)
     total = 0
     for i in range(0, len(spaces), READ_GROUP):
-        replies = yield Round(
-            [
-                Call((now_ms, "0"), script="read_ns", keys=(keys.zset(ns),))
-                for ns in spaces[i : i + READ_GROUP]
-            ]
-        )
-        total += sum(
-            matches(Record.parse(row[0], row[1]).value, conditions)
-            for reply in replies
-            for row in load_json(reply)
-        )
+        group = spaces[i : i + READ_GROUP]
+        replies = yield Round([Call((now_ms, "0"), "read_ns", (keys.zset(ns),)) for ns in group])
+        rows = (row for reply in replies for row in load_json(reply))
+        total += sum(matches(Record.parse(row[0], row[1]).value, conditions) for row in rows)
     return total
 
 
@@ -91,20 +84,12 @@ def delete_namespace_plan(
     base, qe = nsp.join(prefix), "1" if mode == "query_engine" else "0"
     (names,) = yield Round([Call(("ZRANGE", keys.registry, 0, -1))])
     spaces = _live_under(names, prefix)
+    if cluster and not spaces:
+        return 0
     if cluster:
         now_ms = time.time_ns() // 1_000_000
-        replies = (
-            (
-                yield Round(
-                    [
-                        Call((now_ms, qe, "0", base, ns), script="drop", keys=(keys.zset(ns),))
-                        for ns in spaces
-                    ]
-                )
-            )
-            if spaces
-            else []
-        )
+        drops = [Call((now_ms, qe, "0", base, ns), "drop", (keys.zset(ns),)) for ns in spaces]
+        replies = yield Round(drops)
         return sum(int(r[1]) for r in replies)
     # Each repeat knows at least one more namespace (created meanwhile, under the prefix).
     while True:

@@ -35,33 +35,24 @@ def plain_searches(
     """The pages of a batch's searches from the live namespaces ``live`` (one read of each; a
     hybrid search, when ``stats.corpus`` is stale, also counts the other namespaces' words)."""
     wanted = sorted({ns for _, op, _ in searches for ns in live if under(ns, op.namespace_prefix)})
-    with_vectors = spec is not None and bool(qvecs)
-    flag = "1" if with_vectors else "0"
-    hybrid = spec.hybrid if with_vectors and spec is not None else None
-    read_words = "1" if hybrid is not None else "0"
+    scoring = spec if spec is not None and qvecs else None  # the items' vectors are read
+    hybrid = scoring.hybrid if scoring is not None else None  # and their words
     recount = hybrid is not None and stats.corpus.stale()  # decided once: the calls follow it
     counting = corpus_calls(keys, live, wanted, now_ms) if recount else []
-    reads = [
-        Call((now_ms, flag, read_words), script="read_ns", keys=(keys.zset(nsp.join(ns)),))
-        for ns in wanted
-    ]
+    args = (now_ms, "0" if scoring is None else "1", "0" if hybrid is None else "1")
+    reads = [Call(args, "read_ns", (keys.zset(nsp.join(ns)),)) for ns in wanted]
     replies = (yield Round(reads + counting)) if reads or counting else []
     texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
-    by_ns = {
-        ns: _records(
-            ns, reply, spec if with_vectors else None, texts if hybrid is not None else None
-        )
-        for ns, reply in zip(wanted, replies)
-    }
+    kept = texts if hybrid is not None else None
+    by_ns = {ns: _records(ns, reply, scoring, kept) for ns, reply in zip(wanted, replies)}
     if recount:
         count_corpus(stats.corpus, texts.values(), replies[len(reads) :])
     out = []
     for i, op, conds in searches:
-        records = [
+        found = [r for ns in wanted if under(ns, op.namespace_prefix) for r in by_ns[ns]]
+        records = [  # copies: each search scores its own
             Record(r.namespace, r.key, r.value, r.created, r.updated, r.ttl, vectors=r.vectors)
-            for ns in wanted
-            if under(ns, op.namespace_prefix)
-            for r in by_ns[ns]
+            for r in found
             if matches(r.value, conds)
         ]
         qvec = qvecs.get(op.query or "")

@@ -40,13 +40,13 @@ from langmem_adapters.redis.search import (
 )
 from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.writes import (
+    Entry,
     Vectors,
     delete_entry,
     embed_writes,
     lexical_text,
     put_entry,
     touch_entry,
-    unchanged,
     write_rounds,
 )
 
@@ -108,17 +108,17 @@ def plan(
     spec: IndexSpec | None,
     ops: Iterable[Op],
     *,
+    stats: RedisStats,
     cluster: bool = False,
-    stats: RedisStats | None = None,
 ) -> Generator[Embed | Round, Any, list[Result]]:
     """Run a batch: validate everything, embed, read (pre-batch state) in one round, assemble the
     results, then write in one script call (on a cluster: register the namespaces, then one script
-    call per namespace). ``stats``: what the store keeps between batches (none: nothing kept)."""
+    call per namespace). ``stats``: what the store keeps between batches."""
     op_list, batch = plan_batch(ops)
     ctx = Context(keys, mode, spec, cluster, time.time_ns() // 1000)
     qvecs: dict[str, list[float]] = {}
     if spec is not None and batch.searches:
-        qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), unchanged)
+        qvecs = yield from embed_queries(spec, (op for _, op, _ in batch.searches), list)
     vectors = {}
     if spec is not None and batch.writes:
         vectors = yield from embed_writes(keys, spec, batch.writes)
@@ -145,7 +145,7 @@ def _reads(
     ctx: Context,
     batch: Batch,
     qvecs: dict[str, list[float]],
-    stats: RedisStats | None,
+    stats: RedisStats,
     results: list[Result],
 ) -> Generator[Round, Any, Touches]:
     """The batch's reads: build the read round, send it, and fill ``results`` from its replies
@@ -153,15 +153,13 @@ def _reads(
     knn = NO_KNN
     spec = ctx.spec
     if qvecs and spec is not None and ctx.mode == "query_engine" and spec.kind != "exact":
-        knn = yield from knn_settings(
-            ctx.keys, spec, batch.searches, stats or RedisStats(), list(qvecs.values())
-        )
+        knn = yield from knn_settings(ctx.keys, spec, batch.searches, stats, list(qvecs.values()))
     read = _read_round(ctx, batch, qvecs, knn, stats, results)
     replies = iter((yield Round(read.calls)) if read.calls else [])  # read in the calls' order
     touch = _get_results(batch.gets, [next(replies) for _ in read.gets], results)
     live = [nsp.split(text(n)) for n in (next(replies) if read.registry else [])]
     sent = [[next(replies) for _ in s.calls] for s in read.searches]
-    if read.info is not None and stats is not None:
+    if read.info is not None:
         read_items_info(stats, next(replies))
     if batch.lists:
         listed = yield from _listed(ctx, batch.lists, live)
@@ -170,12 +168,14 @@ def _reads(
     pages = yield from _server_pages(read.searches, sent)
     if ctx.mode == "plain" and batch.searches:
         pages += yield from plain_searches(
-            ctx.keys, ctx.spec, batch.searches, live, qvecs, ctx.now_ms, stats or RedisStats()
+            ctx.keys, ctx.spec, batch.searches, live, qvecs, ctx.now_ms, stats
         )
     for page in pages:
         results[page.at] = [r.search_item(ctx.spec) for r in page.records]
         if page.op.refresh_ttl:
-            touch.update(_touches(page.records))
+            touch.update(
+                ((nsp.join(r.namespace), r.key), r.ttl) for r in page.records if r.ttl is not None
+            )
     return touch
 
 
@@ -184,11 +184,14 @@ def _read_round(
     batch: Batch,
     qvecs: dict[str, list[float]],
     knn: Knn,
-    stats: RedisStats | None,
+    stats: RedisStats,
     results: list[Result],
 ) -> ReadRound:
     """The read round of a batch (a search with ``limit=0`` gets its empty page in ``results``)."""
-    gets = tuple(_get_call(ctx.keys, op.namespace, op.key) for _, op in batch.gets)
+    gets = tuple(
+        Call(("HMGET", ctx.keys.item(nsp.join(op.namespace), op.key), "m", "c"))
+        for _, op in batch.gets
+    )
     registry = None
     if batch.lists or (ctx.mode == "plain" and batch.searches):
         registry = Call(("ZRANGE", ctx.keys.registry, f"({ctx.now_ms}", "+inf", "BYSCORE"))
@@ -213,12 +216,12 @@ def _server_search(
     qvec: list[float] | None,
     knn: Knn,
     edges: dict[str, int] | None,
-    stats: RedisStats | None,
+    stats: RedisStats,
 ) -> ServerSearch:
     """A Query Engine search and its calls. A hybrid search's lexical call is built here, once: a
     later build would read word counts an earlier search of the batch has updated, and disagree
     with what was sent."""
-    s, lex = sides(ctx.keys, ctx.spec, op, conds, qvec, knn, edges, stats or RedisStats())
+    s, lex = sides(ctx.keys, ctx.spec, op, conds, qvec, knn, edges, stats)
     window = s.first_window
     return ServerSearch(at, s, window, lex, (s.call(window), *(lex.calls() if lex else ())))
 
@@ -271,10 +274,6 @@ def _server_pages(
     return pages
 
 
-def _touches(records: Iterable[Record]) -> Touches:
-    return {(nsp.join(r.namespace), r.key): r.ttl for r in records if r.ttl is not None}
-
-
 def _writes(
     ctx: Context,
     writes: list[Write],
@@ -285,36 +284,24 @@ def _writes(
     """The batch's writes (``op_code`` ``p`` puts, ``a`` puts if absent) and the TTL refreshes of
     items it read (``touch``) in one script call (on a cluster: the registry step, then one call per
     namespace); whether anything was written."""
-    named = [(nsp.join(w.namespace), w) for w in writes]
-    entries = [
-        put_entry(
-            ctx.mode,
-            ns_text,
-            w,
-            ctx.now_us,
-            vectors.get((ns_text, w.key), []),
-            op_code,
-            lexical_text(ctx.spec, w.value, w.index),
-        )
-        if w.value is not None
-        else delete_entry(ns_text, w.key)
-        for ns_text, w in named
-    ]
-    written_keys = {(ns_text, w.key) for ns_text, w in named}
-    entries += [
-        touch_entry(ns_text, key, ttl, ctx.now_ms)
-        for (ns_text, key), ttl in touch.items()
-        if (ns_text, key) not in written_keys
-    ]
+    entries: list[Entry] = []
+    for w in writes:
+        ns_text = nsp.join(w.namespace)
+        if w.value is None:
+            entries.append(delete_entry(ns_text, w.key))
+        else:
+            vecs = vectors.get((ns_text, w.key), [])
+            words = lexical_text(ctx.spec, w.value, w.index)
+            entries.append(put_entry(ctx.mode, ns_text, w, ctx.now_us, vecs, op_code, words))
+    written_keys = {(e.ns_text, e.key) for e in entries}
+    for (ns_text, key), ttl in touch.items():
+        if (ns_text, key) not in written_keys:
+            entries.append(touch_entry(ns_text, key, ttl, ctx.now_ms))
     written = [0]
     rounds = write_rounds(ctx.keys, ctx.mode, ctx.now_us, entries, ctx.cluster) if entries else []
     for request in rounds:
         written = yield request
     return bool(sum(written))
-
-
-def _get_call(keys: Keys, namespace: tuple[str, ...], key: str) -> Call:
-    return Call(("HMGET", keys.item(nsp.join(namespace), key), "m", "c"))
 
 
 def _list_result(op: ListNamespacesOp, namespaces: list[tuple[str, ...]]) -> list[tuple[str, ...]]:

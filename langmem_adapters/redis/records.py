@@ -16,7 +16,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import datetime_of, text
 
-__all__ = ["Record", "decode_vectors"]
+__all__ = ["Record", "decode_vectors", "encode_vectors"]
 
 
 @dataclass(slots=True)
@@ -54,27 +54,21 @@ class Record:
 
     def item(self) -> Item:
         """The record as a langgraph ``Item``."""
-        return make_item(
-            self.namespace,
-            self.key,
-            self.value,
-            datetime_of(self.created),
-            datetime_of(self.updated),
-        )
+        created, updated = datetime_of(self.created), datetime_of(self.updated)
+        return make_item(self.namespace, self.key, self.value, created, updated)
 
     def search_item(self, spec: IndexSpec | None) -> SearchItem:
         """The record as a ``SearchItem``, scored from its distance when it has one."""
         score = self.score
         if score is None and self.distance is not None and spec is not None:
             score = spec.score(self.distance)
-        return make_search_item(
-            self.namespace,
-            self.key,
-            self.value,
-            datetime_of(self.created),
-            datetime_of(self.updated),
-            score,
-        )
+        created, updated = datetime_of(self.created), datetime_of(self.updated)
+        return make_search_item(self.namespace, self.key, self.value, created, updated, score)
+
+
+def encode_vectors(vectors: list[list[float]]) -> str:
+    """Vectors as an item's ``e`` field holds them (base64 float32), read by :func:`decode_vectors`."""
+    return base64.b64encode(np.asarray(vectors, np.float32).tobytes()).decode()
 
 
 def decode_vectors(raw: Any, spec: IndexSpec) -> np.ndarray[Any, Any]:

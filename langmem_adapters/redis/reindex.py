@@ -12,14 +12,11 @@ old index goes after it.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import time
 from collections.abc import Callable, Generator
 from typing import Any, cast
-
-import numpy as np
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
@@ -32,11 +29,11 @@ from langmem_adapters.redis.export import items_plan
 from langmem_adapters.redis.identity import recorded_json
 from langmem_adapters.redis.layout import Keys, Mode, text
 from langmem_adapters.redis.namespaces import count_plan
-from langmem_adapters.redis.records import Record
+from langmem_adapters.redis.records import Record, decode_vectors, encode_vectors
 from langmem_adapters.redis.schema import index_command
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.tokens import namespace_tokens, value_tokens
-from langmem_adapters.redis.writes import lexical_text
+from langmem_adapters.redis.tokens import value_tokens
+from langmem_adapters.redis.writes import lexical_text, vector_doc, vector_fields
 
 __all__ = ["RedisReindex"]
 
@@ -87,27 +84,8 @@ class RedisReindex:
             self.after = (got["after_ns"], got["after_key"])
             self.done = int(got["done"])
             return self.done, self.total
-        yield Round(
-            [
-                Call(("DEL", k.reindexing, k.reindexed_texts)),
-                Call(
-                    (
-                        "HSET",
-                        k.reindexing,
-                        "identity",
-                        self.identity.to_json(),
-                        "fields",
-                        fields,
-                        "after_ns",
-                        "",
-                        "after_key",
-                        "",
-                        "done",
-                        0,
-                    )
-                ),
-            ]
-        )
+        started = _hset(k.reindexing, {"identity": self.identity.to_json(), "fields": fields})
+        yield Round([Call(("DEL", k.reindexing, k.reindexed_texts)), started, self._position()])
         return 0, self.total
 
     def page(self, limit: int) -> Steps:
@@ -119,23 +97,14 @@ class RedisReindex:
         yield from self._shadow([(nsp.join(i.namespace), i.key) for i in items])
         self.after = items[-1].cursor
         self.done += len(items)
-        yield Round(
-            [
-                Call(
-                    (
-                        "HSET",
-                        self.keys.reindexing,
-                        "after_ns",
-                        self.after[0],
-                        "after_key",
-                        self.after[1],
-                        "done",
-                        self.done,
-                    )
-                )
-            ]
-        )
+        yield Round([self._position()])
         return self.done, max(self.total, self.done)
+
+    def _position(self) -> Call:
+        """Record how far the reindex got, where a rerun resumes."""
+        after_ns, after_key = self.after
+        position = {"after_ns": after_ns, "after_key": after_key, "done": self.done}
+        return _hset(self.keys.reindexing, position)
 
     def _shadow(self, wanted_keys: list[tuple[str, str]]) -> Steps:
         """Write the shadows of these items ``(namespace text, key)`` from their current meta: new
@@ -157,39 +126,27 @@ class RedisReindex:
             (found,) = yield Round([Call(("HMGET", k.reindexed_texts, *hashes))])
             for h, b64 in zip(hashes, found):
                 if b64 is not None:
-                    known[h] = np.frombuffer(base64.b64decode(text(b64)), np.float32).tolist()
+                    known[h] = decode_vectors(b64, spec)[0].tolist()
         vectors = yield from embed_missing(spec, wanted, known, list, spec.embeddings)
         calls: list[Call] = []
         fresh = {h: v for rows in vectors.values() for _, h, v in rows if h not in known}
         if fresh:
-            cells = [
-                x
-                for h, v in fresh.items()
-                for x in (h, base64.b64encode(np.asarray(v, np.float32).tobytes()).decode())
-            ]
-            calls.append(Call(("HSET", k.reindexed_texts, *cells)))
+            calls.append(
+                _hset(k.reindexed_texts, {h: encode_vectors([v]) for h, v in fresh.items()})
+            )
         for ns, key, blob, r in records:
             rows = vectors[(ns, key)]
-            hashes_json = json.dumps([[f, h] for f, h, _ in rows])
-            e = base64.b64encode(np.asarray([v for _, _, v in rows], np.float32).tobytes()).decode()
+            hashes_json, e = vector_fields(rows)
             doc = ""
             if self.mode == "query_engine" and rows:
-                doc = json.dumps(
-                    {
-                        "p": list(namespace_tokens(r.namespace)),
-                        "t": value_tokens(r.value),
-                        "e": [v for _, _, v in rows],
-                    }
-                )
-            shadow = k.shadow(ns, key)
-            sha = hashlib.sha1(blob).hexdigest()
+                doc = vector_doc(r.namespace, value_tokens(r.value), rows)
+            cells = {"s": hashlib.sha1(blob).hexdigest(), "h": hashes_json, "e": e, "d": doc}
             # a hybrid store's words follow the new fields (the switch sets them with the vectors)
             words = lexical_text(spec, r.value, None)
-            kept = () if words is None else ("w", words)
-            calls.append(
-                Call(("HSET", shadow, "s", sha, "h", hashes_json, "e", e, "d", doc, *kept))
-            )
-            calls.append(Call(("EXPIRE", shadow, SHADOW_TTL_S)))
+            if words is not None:
+                cells["w"] = words
+            shadow = k.shadow(ns, key)
+            calls += [_hset(shadow, cells), Call(("EXPIRE", shadow, SHADOW_TTL_S))]
         yield Round(calls)
 
     def finish(self) -> list[Callable[[], Steps]]:
@@ -208,27 +165,11 @@ class RedisReindex:
             now_ms = time.time_ns() // 1_000_000
             (names,) = yield Round([Call(("ZRANGE", k.registry, f"({now_ms}", "+inf", "BYSCORE"))])
             spaces = [text(n) for n in names]
-            (reply,) = yield Round(
-                [
-                    Call(
-                        (
-                            now_ms,
-                            "1" if self.mode == "query_engine" else "0",
-                            new_index,
-                            recorded_json(self.identity, 0),
-                            *spaces,
-                        ),
-                        "reindex_switch",
-                        (
-                            k.registry,
-                            k.embedders,
-                            k.reindexing,
-                            k.reindexed_texts,
-                            *(k.zset(ns) for ns in spaces),
-                        ),
-                    )
-                ]
-            )
+            qe = "1" if self.mode == "query_engine" else "0"
+            args = (now_ms, qe, new_index, recorded_json(self.identity, 0), *spaces)
+            zsets = [k.zset(ns) for ns in spaces]
+            touched = (k.registry, k.embedders, k.reindexing, k.reindexed_texts, *zsets)
+            (reply,) = yield Round([Call(args, "reindex_switch", touched)])
             verdict, *rest = [text(x) if isinstance(x, bytes) else x for x in reply]
             if verdict == "ok":
                 return None
@@ -249,6 +190,11 @@ class RedisReindex:
     def switch(self) -> None:
         """The store takes on the new index and identity."""
         self._switched(self.target, self.identity)
+
+
+def _hset(key: str, fields: dict[str, Any]) -> Call:
+    """``HSET`` of ``fields`` into the hash ``key``."""
+    return Call(("HSET", key, *(x for pair in fields.items() for x in pair)))
 
 
 def _split_item_key(rest: str) -> tuple[str, str]:

@@ -37,29 +37,22 @@ def setup_plan(
 
     The first store on a prefix records its mode, so stores sharing a prefix agree on the layout.
     On a cluster ``auto`` means plain mode: an index covers one shard only without the coordinator.
+    ``mode`` was checked by the store (:func:`check_mode`).
     """
-    check_mode(mode)
     probes = [] if cluster else [Call(("FT._LIST",)), Call(("JSON.TYPE", f"{keys.prefix}:probe"))]
     info, recorded, *probed = yield Round(
         [Call(("INFO", "server")), Call(("GET", keys.mode)), *probes], check=False
     )
-    version = (
-        text(info.get("redis_version", "0"))
-        if isinstance(info, dict)
-        else _info_field(info, "redis_version")
-    )
+    version = _version(info)
     if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) < (6, 2):
         raise UnsupportedServerError(
             f"the Redis store needs Redis >= 6.2 or Valkey, found {version}"
         )
     has_qe = bool(probed) and not any(isinstance(r, Exception) for r in probed)
     recorded = text(recorded)
-    chosen = cast(
-        Mode,
-        recorded or ("query_engine" if has_qe and mode != "plain" else "plain")
-        if mode == "auto"
-        else mode,
-    )
+    chosen = cast(Mode, mode)
+    if mode == "auto":
+        chosen = recorded or ("query_engine" if has_qe else "plain")
     if recorded and chosen != recorded:
         raise InvalidArgumentError(
             f"prefix {keys.prefix!r} already holds a {recorded!r} store, not {chosen!r}"
@@ -78,8 +71,8 @@ def setup_plan(
         # A new prefix holds no keys yet: its indexes skip the scan of the whole keyspace, which on a
         # busy server would slow every command until it finished.
         fresh = not recorded
-        calls = [Call(_create_index(keys, None, fresh))]
-        calls += [Call(_create_index(keys, spec, fresh))] if spec is not None else []
+        calls = [Call(index_command(keys, None, fresh))]
+        calls += [Call(index_command(keys, spec, fresh))] if spec is not None else []
         if spec is not None and spec.hybrid is not None:  # an index made before gets the field
             calls.append(Call(("FT.ALTER", keys.index(None), "SCHEMA", "ADD", *TEXT_FIELD)))
         if recorded:  # an items index made before gets ``o`` (scanned in the background)
@@ -96,21 +89,20 @@ def _exists(error: Exception) -> bool:
     return "already exists" in str(error) or "Duplicate field" in str(error)
 
 
-def _info_field(info: Any, name: str) -> str:
-    """A field of a raw INFO reply (text), "0" when absent."""
-    found = re.search(rf"^{name}:(\S+)", text(info) if isinstance(info, (str, bytes)) else "", re.M)
+def _version(info: Any) -> str:
+    """The server's version in an INFO reply (parsed by redis-py's pipeline, or the raw text our
+    wire reads), "0" when absent."""
+    if isinstance(info, dict):
+        return text(info.get("redis_version", "0"))
+    raw = text(info) if isinstance(info, (str, bytes)) else ""
+    found = re.search(r"^redis_version:(\S+)", raw, re.M)
     return found.group(1) if found else "0"
 
 
-def index_command(keys: Keys, spec: IndexSpec, fresh: bool = False) -> tuple[Any, ...]:
-    """``FT.CREATE`` of the vector index of ``spec`` (a ``reindex`` to a new size makes it before its
-    switch; ``fresh``: skip the scan of the documents, which still hold the old size)."""
-    return _create_index(keys, spec, fresh)
-
-
-def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tuple[Any, ...]:
+def index_command(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tuple[Any, ...]:
     """``FT.CREATE`` of the items' index (hashes, ``spec`` None) or of a vector index (documents);
-    ``fresh``: the prefix has no keys, so the index skips its initial scan."""
+    ``fresh``: skip the initial scan, as the prefix has no keys yet (or, for a ``reindex`` to a new
+    size, its documents still hold the old size)."""
     if spec is None:
         schema: list[Any] = ["p", "TAG", "SEPARATOR", ",", "t", "TAG", "SEPARATOR", ","]
         schema += ["u", "NUMERIC", "SORTABLE", "NOINDEX", *SORTED_FIELD]
@@ -118,24 +110,14 @@ def _create_index(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tu
         on, prefix = "HASH", f"{keys.prefix}:i:"
     else:
         metric = {"cosine": "COSINE", "l2": "L2", "inner_product": "IP"}[spec.distance]
-        attrs: list[Any] = [
-            "TYPE",
-            vector_dtype(spec)[0],
-            "DIM",
-            spec.dims,
-            "DISTANCE_METRIC",
-            metric,
-        ]
+        attrs: list[Any] = ["TYPE", vector_dtype(spec)[0], "DIM", spec.dims]
+        attrs += ["DISTANCE_METRIC", metric]
         if spec.kind == "exact":
             algo = "FLAT"
         else:
             algo = "HNSW"
-            attrs += [
-                "M",
-                int(spec.ann.get("m", 16)),
-                "EF_CONSTRUCTION",
-                int(spec.ann.get("ef_construction", 64)),
-            ]
+            attrs += ["M", int(spec.ann.get("m", 16))]
+            attrs += ["EF_CONSTRUCTION", int(spec.ann.get("ef_construction", 64))]
         schema = ["$.p[*]", "AS", "p", "TAG", "$.t[*]", "AS", "t", "TAG"]
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
         on, prefix = "JSON", f"{keys.prefix}:v:"

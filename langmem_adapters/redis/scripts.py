@@ -25,18 +25,13 @@ def _source(name: str) -> str:
     return src.replace("NO_EXPIRY", str(NO_EXPIRY)).replace("GRACE", str(GRACE_MS))
 
 
-#: Script name -> Lua source: ``write`` (every write of a batch, see ``lua/write.lua``),
-#: ``register`` (cluster: namespaces first), ``read_ns`` (plain-mode reads), ``search``, and for
-#: namespace-wide operations ``drop`` (delete namespaces) and ``count`` (Query Engine counts).
-SCRIPTS = {
-    name: _source(name) for name in ("write", "register", "read_ns", "search", "drop", "count")
-}
-#: ``reindex_switch``: the atomic end of a reindex (see ``lua/reindex_switch.lua``).
-SCRIPTS["reindex_switch"] = _source("reindex_switch")
-#: ``lexical``: the lexical side of a hybrid search (see ``lua/lexical.lua``).
-SCRIPTS["lexical"] = _source("lexical")
-#: ``words``: a namespace's word counts, plain mode's collection statistics (see ``lua/words.lua``).
-SCRIPTS["words"] = _source("words")
+#: Script name -> Lua source (``lua/<name>.lua``): ``write`` (every write of a batch), ``register``
+#: (cluster: namespaces first), ``read_ns`` (plain-mode reads), ``search``, for namespace-wide
+#: operations ``drop`` (delete namespaces) and ``count`` (Query Engine counts), ``reindex_switch``
+#: (the atomic end of a reindex), ``lexical`` (the lexical side of a hybrid search) and ``words``
+#: (a namespace's word counts, plain mode's collection statistics).
+_NAMES = "write register read_ns search drop count reindex_switch lexical words"
+SCRIPTS = {name: _source(name) for name in _NAMES.split()}
 #: Script name -> SHA1 of its source, for ``EVALSHA``.
 SHA = {name: hashlib.sha1(src.encode()).hexdigest() for name, src in SCRIPTS.items()}
 

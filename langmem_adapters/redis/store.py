@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import redis
 import redis.asyncio as aredis
@@ -39,7 +39,6 @@ from langmem_adapters.redis.options import (
     one_client,
     one_prefix,
 )
-from langmem_adapters.redis.schema import setup_plan
 from langmem_adapters.redis.scripts import Round
 from langmem_adapters.redis.sessions import AsyncSession, Session
 from langmem_adapters.redis.stats import RedisStats
@@ -47,12 +46,28 @@ from langmem_adapters.redis.urls import (
     aclose_client,
     async_client,
     close_client,
-    sentinel_pool_limit,
     sync_client,
 )
 from langmem_adapters.redis.writes import sweep_plan
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's from Python 3.11
+
 __all__ = ["AsyncRedisStore", "RedisStore"]
+
+
+class ConnOptions(TypedDict, total=False):
+    """The keywords ``from_conn_string`` passes on to the store it makes (see the store's
+    ``__init__``)."""
+
+    index: IndexConfig | None
+    ttl: TTLConfig | None
+    prefix: str | None
+    mode: ModeOption
+    store_prefix: str | None
+    vector_prefix: str | None
+    wait_replicas: int
+    wait_timeout: float
 
 
 class RedisStore(RedisBackend, SyncStore[RedisStats]):
@@ -103,42 +118,18 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
 
     @classmethod
     @contextmanager
-    def from_conn_string(
-        cls,
-        url: str,
-        *,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        prefix: str | None = None,
-        mode: ModeOption = "auto",
-        store_prefix: str | None = None,
-        vector_prefix: str | None = None,
-        wait_replicas: int = 0,
-        wait_timeout: float = 1.0,
-    ) -> Iterator[RedisStore]:
+    def from_conn_string(cls, url: str, **options: Unpack[ConnOptions]) -> Iterator[RedisStore]:
         """Connect to ``url`` (``redis://``, ``rediss://``, ``unix://``, ``redis+sentinel://``), yield
-        a set-up store, close on exit."""
-        client = sync_client(url)
+        a set-up store, close it (and its client) on exit. ``options``: the store's own keywords
+        (:class:`ConnOptions`)."""
+        store = cls(url, **options)
         try:
-            store = cls(
-                client,
-                index=index,
-                ttl=ttl,
-                prefix=one_prefix(prefix, store_prefix),
-                mode=mode,
-                vector_prefix=vector_prefix,
-                wait_replicas=wait_replicas,
-                wait_timeout=wait_timeout,
-            )
             store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
                 store.start_ttl_sweeper()
-            try:
-                yield store
-            finally:
-                store.stop_ttl_sweeper()
+            yield store
         finally:
-            close_client(client)
+            store.close()
 
     def __enter__(self) -> RedisStore:
         """``with RedisStore(...) as store:`` closes the store (see :meth:`close`) on exit."""
@@ -162,9 +153,7 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
 
     def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = self._run(
-            setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
-        )
+        self._run(self._setup())
 
     def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""
@@ -218,7 +207,7 @@ class AsyncRedisStore(RedisBackend, AsyncStore[RedisStats]):
         self.client = cast(aredis.Redis, client)
         self.cluster = isinstance(client, acluster.RedisCluster)
         check_cluster_mode(cluster_mode, self.cluster)
-        wire = AsyncWire(self.client, wait, sentinel_pool_limit(self.client))
+        wire = AsyncWire(self.client, wait)
         self._execute: Callable[[Round], Awaitable[list[Any]]] = wire.execute
         self._sessions = AsyncSession(self, wire.slots)
         self._bind_loop()
@@ -226,31 +215,12 @@ class AsyncRedisStore(RedisBackend, AsyncStore[RedisStats]):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls,
-        url: str,
-        *,
-        index: IndexConfig | None = None,
-        ttl: TTLConfig | None = None,
-        prefix: str | None = None,
-        mode: ModeOption = "auto",
-        store_prefix: str | None = None,
-        vector_prefix: str | None = None,
-        wait_replicas: int = 0,
-        wait_timeout: float = 1.0,
+        cls, url: str, **options: Unpack[ConnOptions]
     ) -> AsyncIterator[AsyncRedisStore]:
         """Async context manager twin of :meth:`RedisStore.from_conn_string`, on a blocking pool
         (see ``__init__``): many concurrent tasks queue instead of failing with ``MaxConnectionsError``.
         """
-        store = cls(
-            url,
-            index=index,
-            ttl=ttl,
-            prefix=one_prefix(prefix, store_prefix),
-            mode=mode,
-            vector_prefix=vector_prefix,
-            wait_replicas=wait_replicas,
-            wait_timeout=wait_timeout,
-        )
+        store = cls(url, **options)
         try:
             await store.setup()
             if store.ttl_config and store.ttl_config.get("sweep_interval_minutes"):
@@ -279,9 +249,7 @@ class AsyncRedisStore(RedisBackend, AsyncStore[RedisStats]):
 
     async def setup(self) -> None:
         """Detect the mode and create the search index (idempotent, safe to call concurrently)."""
-        self.mode = await self._drive(
-            setup_plan(self.keys, self.index_spec, self.requested_mode, self.cluster)
-        )
+        await self._drive(self._setup())
 
     async def sweep_ttl(self) -> int:
         """Items expire natively; this drops their index entries now and returns how many went."""

@@ -39,7 +39,6 @@ __all__ = [
     "close_client",
     "is_sentinel_url",
     "parse_sentinel_url",
-    "sentinel_pool_limit",
     "sync_client",
 ]
 
@@ -192,46 +191,35 @@ def _redis_py(factory: Callable[..., Any], url: str, **options: Any) -> Any:
         ) from exc
 
 
+def _sentinel(kind: Callable[..., Any], url: str) -> tuple[SentinelTarget, Any]:
+    """The URL read, and a redis-py ``Sentinel`` (sync or async ``kind``) asking its sentinels."""
+    target = parse_sentinel_url(url)
+    min_others = target.options.get("min_other_sentinels", 0)
+    return target, kind(
+        target.sentinels, min_other_sentinels=min_others, sentinel_kwargs=target.sentinel_kwargs()
+    )
+
+
 def sync_client(url: str, **options: Any) -> redis.Redis:
     """A redis-py client for ``url``: the primary behind Sentinel, or redis-py's ``from_url``;
     ``options`` (``socket_connect_timeout=``...) are for the connections to the Redis nodes."""
     if not is_sentinel_url(url):
         return _redis_py(redis.Redis.from_url, url, **options)
-    target = parse_sentinel_url(url)
-    sentinel = redis.sentinel.Sentinel(
-        target.sentinels,
-        min_other_sentinels=target.options.get("min_other_sentinels", 0),
-        sentinel_kwargs=target.sentinel_kwargs(),
-    )
+    target, sentinel = _sentinel(redis.sentinel.Sentinel, url)
     return sentinel.master_for(target.service_name, **{**target.node_kwargs(), **options})
 
 
 def async_client(url: str, max_connections: int, connection_args: dict[str, Any]) -> aredis.Redis:
     """A ``redis.asyncio`` client for ``url`` with at most ``max_connections`` connections: in a
     blocking pool, or behind Sentinel in redis-py's Sentinel pool, which cannot block (the store
-    queues its plans up to that size instead, see :func:`sentinel_pool_limit`)."""
+    queues its plans up to that size instead, see :func:`~.connection.pool_limit`)."""
     if not is_sentinel_url(url):
         options = {"max_connections": max_connections, **connection_args}
         pool = _redis_py(aredis.BlockingConnectionPool.from_url, url, **options)
         return aredis.Redis.from_pool(pool)
-    target = parse_sentinel_url(url)
-    sentinel = asentinel.Sentinel(
-        target.sentinels,
-        min_other_sentinels=target.options.get("min_other_sentinels", 0),
-        sentinel_kwargs=target.sentinel_kwargs(),
-    )
+    target, sentinel = _sentinel(asentinel.Sentinel, url)
     kwargs = {"max_connections": max_connections, **target.node_kwargs(), **connection_args}
     return sentinel.master_for(target.service_name, **kwargs)
-
-
-def sentinel_pool_limit(client: Any) -> int | None:
-    """How many connections an async Sentinel client's pool may open (``None``: another client, or
-    no limit). Such a pool fails at once when full (redis-py has no blocking one for Sentinel), so
-    a store on it queues its plans up to this limit instead."""
-    pool = getattr(client, "connection_pool", None)
-    limit = getattr(pool, "max_connections", None)
-    sentinel = isinstance(pool, asentinel.SentinelConnectionPool)
-    return limit if sentinel and isinstance(limit, int) and 0 < limit < 2**31 else None
 
 
 def _sentinel_clients(client: Any) -> list[Any]:

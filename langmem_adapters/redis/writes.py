@@ -11,7 +11,6 @@ readers check each candidate's ZSET for a live item.
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,7 +18,6 @@ from datetime import datetime, timedelta
 from json.encoder import encode_basestring
 from typing import Any
 
-import numpy as np
 import orjson
 
 from langmem_adapters.core import namespaces as nsp
@@ -30,7 +28,7 @@ from langmem_adapters.core.records import StoredItem
 from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec, extract_texts
 from langmem_adapters.redis.layout import EPOCH, GRACE_MS, NO_EXPIRY, Keys, Mode, text
-from langmem_adapters.redis.records import decode_vectors
+from langmem_adapters.redis.records import decode_vectors, encode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.tokens import namespace_tags, namespace_tokens, path_json, value_tokens
 
@@ -44,7 +42,8 @@ __all__ = [
     "restore_entry",
     "sweep_plan",
     "touch_entry",
-    "unchanged",
+    "vector_doc",
+    "vector_fields",
     "write_rounds",
 ]
 
@@ -77,32 +76,19 @@ def write_rounds(
         for ns, group in groups.items()
         if any(e.op != "d" for e in group)
     }
-    register = Call(
-        (now_us // 1000 - GRACE_MS, *(v for ns, x in expiry.items() for v in (x, ns))),
-        "register",
-        (keys.registry,),
-    )
-    writes = Round(
-        [
-            _script_call(keys, mode, now_us, {ns: group}, registry=False)
-            for ns, group in groups.items()
-        ]
-    )
+    pairs = [v for ns, x in expiry.items() for v in (x, ns)]  # latest expiry, namespace, ...
+    register = Call((now_us // 1000 - GRACE_MS, *pairs), "register", (keys.registry,))
+    one_each = [{ns: group} for ns, group in groups.items()]
+    writes = Round([_script_call(keys, mode, now_us, g, registry=False) for g in one_each])
     return [Round([register]), writes] if expiry else [writes]
 
 
 def _script_call(
     keys: Keys, mode: Mode, now_us: int, groups: dict[str, list[Entry]], registry: bool
 ) -> Call:
-    now_ms = now_us // 1000
     key_list = [keys.registry] if registry else []
-    args: list[Any] = [
-        now_ms - GRACE_MS,
-        "1" if mode == "query_engine" else "0",
-        len(groups),
-        "1" if registry else "0",
-        now_us,
-    ]
+    qe = "1" if mode == "query_engine" else "0"
+    args: list[Any] = [now_us // 1000 - GRACE_MS, qe, len(groups), "1" if registry else "0", now_us]
     for ns_text, group in groups.items():
         key_list.append(keys.zset(ns_text))
         args += (ns_text, len(group))
@@ -199,21 +185,26 @@ def _item_args(
     )
     args: tuple[Any, ...] = (meta,)
     if vectors:
-        hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
-        blob = base64.b64encode(np.asarray([v for _, _, v in vectors], np.float32).tobytes())
-        args += (hashes, blob.decode())
+        args += vector_fields(vectors)
     if mode == "query_engine":
         t = value_tokens(value)  # distinct: one x and one e token per path
         args += (namespace_tags(namespace), ",".join(t))
         if vectors:
-            p = namespace_tokens(namespace)
-            args += (orjson.dumps({"p": p, "t": t, "e": [v for _, _, v in vectors]}).decode(),)
+            args += (vector_doc(namespace, t, vectors),)
     return args
 
 
-def unchanged(vector: list[float]) -> list[float]:
-    """Vectors as the embedder gave them (lists of floats): the form writes and queries use."""
-    return vector
+def vector_fields(vectors: Vectors) -> tuple[str, str]:
+    """An item's ``h`` (its texts' hashes, JSON) and ``e`` (its vectors, base64 float32) fields."""
+    hashes = orjson.dumps([[f, h] for f, h, _ in vectors]).decode()
+    return hashes, encode_vectors([v for _, _, v in vectors])
+
+
+def vector_doc(namespace: tuple[str, ...], tokens: list[str], vectors: Vectors) -> str:
+    """An item's vector document (Query Engine mode): its vectors, and its namespace's and value's
+    tokens for a filtered KNN."""
+    doc = {"p": namespace_tokens(namespace), "t": tokens, "e": [v for _, _, v in vectors]}
+    return orjson.dumps(doc).decode()
 
 
 def embed_writes(
@@ -232,7 +223,7 @@ def embed_writes(
             hashes = load_json(h_raw)
             for (_, h), vec in zip(hashes, decode_vectors(e_raw, spec)):
                 known[h] = vec.tolist()
-    return (yield from embed_missing(spec, wanted, known, unchanged))
+    return (yield from embed_missing(spec, wanted, known, list))  # lists of floats, as embedded
 
 
 def sweep_plan(keys: Keys) -> Generator[Round, list[Any], int]:

@@ -35,13 +35,11 @@ if #stale > 0 then return {'stale', unpack(stale)} end
 for _, key in ipairs(live) do
   local r = shadow(key)
   local got = redis.call('HMGET', r, 'h', 'e', 'd', 'x', 'w')
+  redis.call('HSET', key, 'h', got[1], 'e', got[2])
   if got[5] == '' then  -- a hybrid store's words (field w) switch with the vectors
     redis.call('HDEL', key, 'w')
-    redis.call('HSET', key, 'h', got[1], 'e', got[2])
   elseif got[5] then
-    redis.call('HSET', key, 'h', got[1], 'e', got[2], 'w', got[5])
-  else
-    redis.call('HSET', key, 'h', got[1], 'e', got[2])
+    redis.call('HSET', key, 'w', got[5])
   end
   if qe then
     local v = vkey(key)
