@@ -132,7 +132,7 @@ def test_a_query_out_of_the_servers_time_fails_the_check_not_the_parse(
     client.execute_command("FT.CONFIG", "SET", "TIMEOUT", 1)
     try:
         with pytest.raises(ServerRefusedError, match="partial"), store._session() as execute:
-            drive(probe.ann(queries, 10, probe.max_breadth), execute)
+            drive(probe.ann(queries, len(DATA), probe.max_breadth), execute)  # every row
     finally:
         client.execute_command("FT.CONFIG", "SET", "TIMEOUT", old[b"TIMEOUT"])
 
