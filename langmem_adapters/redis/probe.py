@@ -14,11 +14,32 @@ import numpy as np
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.errors import ServerRefusedError
 from langmem_adapters.redis.layout import Keys, text, vector_dtype
+from langmem_adapters.redis.schema import EXACT_TWIN
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import ADHOC, EVERY, total_results
+from langmem_adapters.redis.search import ADHOC, EVERY, has_twin, total_results
 
 __all__ = ["RedisProbe"]
+
+
+def _warnings(reply: Any) -> list[str]:
+    """The warnings of an FT.SEARCH reply (RESP3 only; RESP2 has none)."""
+    if not isinstance(reply, Mapping):
+        return []
+    return [text(w) for w in reply.get("warning", reply.get(b"warning", [])) or []]
+
+
+def _hits(reply: Any) -> list[Hit]:
+    """The ``(id, distance)`` rows of a KNN reply. A query that ran out of the server's time
+    (``TIMEOUT``, 500 ms by default, with ``ON_TIMEOUT return``) answers a partial list, its rows
+    without the distance: raised, as a measurement on it would be wrong (the check runs again)."""
+    rows = _rows(reply)
+    warned = [w for w in _warnings(reply) if "imeout" in w]
+    if warned or any("d" not in fields for _, fields in rows):
+        why = warned[0] if warned else "a row without its distance"
+        raise ServerRefusedError(f"a calibration KNN query came back partial ({why})")
+    return [(doc, float(text(fields["d"]))) for doc, fields in rows]
 
 
 def _rows(reply: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -60,10 +81,19 @@ class RedisProbe:
         # Another graph (other ``m``, ``ef_construction``) needs another breadth.
         build = ",".join(f"{k}={spec.ann[k]}" for k in ("m", "ef_construction") if k in spec.ann)
         self.field = f"{self.index}({build})"
+        #: Whether the index has the exact twin (``redis/schema.py``): read by :meth:`count`.
+        self.twin = False
 
     def count(self) -> Steps:
-        """The number of documents (items with vectors) in the index."""
-        (reply,) = yield Round([Call(("FT.SEARCH", self.index, "*", "LIMIT", 0, 0, "DIALECT", 2))])
+        """The number of documents (items with vectors) in the index, and whether it has the
+        exact twin (its ``FT.INFO``)."""
+        info, reply = yield Round(
+            [
+                Call(("FT.INFO", self.index)),
+                Call(("FT.SEARCH", self.index, "*", "LIMIT", 0, 0, "DIALECT", 2)),
+            ]
+        )
+        self.twin = has_twin(info)
         return total_results(reply)
 
     def sample(self, n: int) -> Steps:
@@ -91,13 +121,15 @@ class RedisProbe:
         """Query vectors are float lists here, as in the store's plans."""
         return vector
 
-    def _knn(self, queries: Sequence[list[float]], k: int, head: str, tail: str) -> Steps:
+    def _knn(
+        self, queries: Sequence[list[float]], k: int, head: str, tail: str, field: str = "e"
+    ) -> Steps:
         calls = [
             Call(
                 (
                     "FT.SEARCH",
                     self.index,
-                    f"{head}=>[KNN {int(k)} @e $B{tail} AS d]",
+                    f"{head}=>[KNN {int(k)} @{field} $B{tail} AS d]",
                     "SORTBY",
                     "d",
                     "ASC",
@@ -117,14 +149,13 @@ class RedisProbe:
             )
             for q in queries
         ]
-        replies = yield Round(calls)
-        out: list[list[Hit]] = []
-        for reply in replies:
-            out.append([(doc, float(text(f["d"]))) for doc, f in _rows(reply)])
-        return out
+        return [_hits(reply) for reply in (yield Round(calls))]
 
     def exact(self, queries: Sequence[list[float]], k: int) -> Steps:
-        """The exact ``k`` nearest documents of each query (a brute-force scan of the index)."""
+        """The exact ``k`` nearest documents of each query: a scan of the exact twin, or of the
+        HNSW field's documents (``HYBRID_POLICY ADHOC_BF``) in an index made without one."""
+        if self.twin:
+            return (yield from self._knn(queries, k, "*", "", EXACT_TWIN))
         return (yield from self._knn(queries, k, f"({EVERY})", ADHOC))
 
     def ann(self, queries: Sequence[list[float]], k: int, breadth: int) -> Steps:

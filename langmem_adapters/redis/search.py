@@ -14,15 +14,10 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core.calibration import Cold
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.values import load_json
-from langmem_adapters.core.vectors import (
-    Distance,
-    IndexSpec,
-    SearchStats,
-    explicit_breadth,
-    search_breadth,
-)
+from langmem_adapters.core.vectors import Distance, IndexSpec, explicit_breadth, search_breadth
 from langmem_adapters.redis.layout import Keys, text, under, vector_dtype
 from langmem_adapters.redis.records import Record
+from langmem_adapters.redis.schema import EXACT_TWIN
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.tokens import path_token, pushdown
@@ -38,6 +33,7 @@ __all__ = [
     "Knn",
     "Page",
     "Searcher",
+    "has_twin",
     "knn_settings",
     "read_items_info",
     "shortcuts",
@@ -52,16 +48,15 @@ __all__ = [
 EF_RUNTIME = ((20_000, 150), (50_000, 300), (50_001, 600))
 
 # Up to this many documents under a prefix (or in the whole index), a KNN search scans them exactly
-# (``HYBRID_POLICY ADHOC_BF``): HNSW misses the nearest among many equal vectors (a small prefix of
-# duplicates is common in agent memory), and a scan of this many costs about what the graph walk
-# does. ``ann_index_config={"exact_below": n}`` changes it (0: always the index).
+# (the exact twin, else ``HYBRID_POLICY ADHOC_BF``): HNSW misses the nearest among many equal
+# vectors (a small prefix of duplicates is common in agent memory), and such a scan costs less than
+# the graph walk. ``ann_index_config={"exact_below": n}`` changes it (0: always the index).
 EXACT_BELOW = 1000
 
 # Before a measurement fits the index (a new store instance with nothing kept, or a grown index),
-# KNN scans exactly (ADHOC_BF) up to this many documents, and above walks HNSW at this breadth.
-# Measured (``bench_cold_start.py --line``, standard-normal 256-d, our global search both ways on
-# the same index): the scan serves 0.6-1.2x the searches of HNSW at 1000 from 1k to 5k documents
-# (two runs, a shared machine), 0.67x at 10k (a scan within 1.5x of the widest walk).
+# KNN scans exactly up to this many documents, else walks HNSW at this breadth. ``bench_cold_start
+# --line`` (standard-normal 256-d, global, docs/benchmarks.md): ADHOC_BF served 0.6-1.2x the
+# searches of HNSW at 1000 up to 10k documents, the exact twin's scan 2.0x at 10k, 1.9x at 20k.
 COLD = Cold(exact_up_to=10_000, breadth=1000)
 
 # The brute-force policy, and a filter every document passes (no token is this word): a KNN query
@@ -112,6 +107,8 @@ class Knn(NamedTuple):
     ef: int = 0  # HNSW search breadth (0: none, a search without a query vector)
     broad: frozenset[str] = frozenset()  # prefix tokens holding half of the index or more
     exact: frozenset[str] = frozenset()  # prefix tokens ("": the index) to scan exactly
+    twin: bool = False  # exact scans read the index's exact twin (redis/schema.py)
+    whole: frozenset[str] = frozenset()  # prefix tokens holding the whole index when counted
 
 
 NO_KNN = Knn()  # the settings of a search without a query vector
@@ -143,6 +140,7 @@ class Searcher:
     #: When set, newest-first windows try the search script's shortcuts first, and this maps a
     #: query to the last updated_at of its last window so read (see :func:`shortcuts`).
     edges: dict[str, int] | None = None
+    field: str = "e"  #: The vector field searched: ``e``, or the exact twin (``EXACT_TWIN``).
 
     @classmethod
     def build(
@@ -161,8 +159,14 @@ class Searcher:
         pushed = [pushdown(c) for c in conds]
         parts = [f"@p:{{{token}}}"] if prefix else []
         parts += [c for c in pushed if c]
-        policy = ""
-        if qvec is not None and token in knn.exact:
+        policy, field, checked = "", "e", False
+        if qvec is not None and token in knn.exact and knn.twin:
+            # Exactly, by the FLAT twin's scan; a prefix holding the whole index is checked on the
+            # rows instead, as the scan is cheapest unfiltered (0.6 against 1.0 ms at 10k vectors).
+            field, checked = EXACT_TWIN, bool(prefix) and token in knn.whole
+            parts = parts[1:] if checked else parts
+            policy = ADHOC if parts else ""
+        elif qvec is not None and token in knn.exact:
             # Search exactly, by a brute-force scan of the prefix's documents: HNSW misses
             # neighbours among many equal vectors, and a small prefix is scanned as fast.
             parts, policy = parts or [EVERY], ADHOC  # a hybrid query, which alone takes a policy
@@ -172,8 +176,8 @@ class Searcher:
             # over the filtered documents) does far slower there (1.67x at 10k items, all under
             # the prefix: docs/architecture.md).
             policy = " HYBRID_POLICY BATCHES"
-        exact = all(c is not None for c in pushed)
-        return cls(keys, spec, op, conds, qvec, knn.ef, tuple(parts), exact, policy, edges)
+        exact = all(c is not None for c in pushed) and not checked
+        return cls(keys, spec, op, conds, qvec, knn.ef, tuple(parts), exact, policy, edges, field)
 
     @property
     def need(self) -> int:
@@ -200,8 +204,9 @@ class Searcher:
         if self.qvec is None or self.spec is None:
             return self._search(self._query(), "u", "DESC", window)
         ef = f"{self.policy} EF_RUNTIME {max(self.ef, window)}" if self.spec.kind != "exact" else ""
-        ef = self.policy if self.policy == ADHOC else ef  # a brute-force scan takes no breadth
-        return self._search(f"{self._query()}=>[KNN {window} @e $B{ef} AS d]", "d", "ASC", window)
+        scan = self.policy == ADHOC or self.field == EXACT_TWIN  # a scan takes no breadth
+        knn = f"{self._query()}=>[KNN {window} @{self.field} $B{self.policy if scan else ef} AS d]"
+        return self._search(knn, "d", "ASC", window)
 
     def _search(self, query: str, sort: str, order: str, window: int) -> Call:
         ret: list[Any] = ["NOCONTENT"]
@@ -314,6 +319,11 @@ def _num_docs(info: Any) -> int:
     return int(float(text(_info(info, "num_docs") or 0)))
 
 
+def has_twin(info: Any) -> bool:
+    """Whether an ``FT.INFO`` reply of a vector index lists its exact twin (``redis/schema.py``)."""
+    return any(text(_info(a, "attribute")) == EXACT_TWIN for a in _info(info, "attributes") or [])
+
+
 def shortcuts(keys: Keys, stats: RedisStats | None) -> tuple[list[Call], dict[str, int] | None]:
     """The edges of the last windows (``stats.sort_edges``, for :attr:`Searcher.edges`) when this
     batch's newest-first searches try the search script's shortcuts: when the items index held at
@@ -343,15 +353,16 @@ def knn_settings(
     keys: Keys,
     spec: IndexSpec,
     searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
-    stats: SearchStats,
+    stats: RedisStats,
     queries: Sequence[list[float]] = (),
 ) -> Generator[Round, list[Any], Knn]:
     """HNSW search breadth (explicit ``ef_search``/``ef_runtime``, else the calibrated one, else by
     the index's size); the namespace prefixes (tokens) of this batch's KNN searches that hold at
-    least half of the index; and those to scan exactly (``""``: the whole index): holding at most
-    ``exact_below`` documents (or as many as calibration found a scan cheaper for), or all when
-    calibration chose exact search (sizes re-read at most
-    once a minute). ``queries`` (the batch's query vectors) go to the calibrator."""
+    least half of the index, or all of it; whether exact scans read the index's exact twin; and
+    those to scan exactly (``""``: the whole index): holding at most ``exact_below`` documents (or
+    as many as calibration found a scan cheaper for), or all when calibration chose exact search
+    (sizes re-read at most once a minute). ``queries`` (the batch's query vectors) go to the
+    calibrator."""
     tokens = {
         path_token("n", tuple(op.namespace_prefix))
         for _, op, _ in searches
@@ -367,6 +378,7 @@ def knn_settings(
         replies = yield Round(calls)
         if len(replies) > len(stale):
             stats.index.update(_num_docs(replies[0]))
+            stats.twin = has_twin(replies[0])
         for t, reply in zip(stale, replies[len(replies) - len(stale) :]):
             stats.prefix(t).update(total_results(reply))
     total = stats.index.count or 0
@@ -383,4 +395,6 @@ def knn_settings(
     everything = not explicit and calibrator is not None and calibrator.exact_at(total)
     sizes = {t: stats.prefix(t).count or 0 for t in tokens} | {"": total}
     exact = frozenset(t for t, n in sizes.items() if n <= below or everything)
-    return Knn(ef, frozenset(t for t in tokens if 2 * sizes[t] >= max(total, 1)), exact)
+    broad = frozenset(t for t in tokens if 2 * sizes[t] >= max(total, 1))
+    whole = frozenset(t for t in tokens if sizes[t] >= total)
+    return Knn(ef, broad, exact, stats.twin, whole)

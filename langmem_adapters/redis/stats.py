@@ -25,6 +25,8 @@ class RedisStats(SearchStats):
     items: VectorStats = field(default_factory=VectorStats)
     #: Per query, the last updated_at of its last newest-first window (``redis/search.py``).
     sort_edges: dict[str, int] = field(default_factory=dict)
+    #: Whether the vector index has the exact twin (``redis/schema.py``), read with its size.
+    twin: bool = False
 
     def term(self, word: str) -> VectorStats:
         """The count of items holding ``word`` (Query Engine hybrid search)."""
