@@ -63,6 +63,9 @@ LEXICAL_DEPTH = SPEC.candidates(0, PAGE)
 #: Whether a query word no text holds counts in the query's IDF mass (with the highest IDF): it
 #: is information the query carries that no candidate matches.
 UNSEEN = True
+#: Dimensions of the WordLlama vectors used (its Matryoshka truncations: 64, 128 or 256), to see
+#: how a design's unit moves with the spread of the cosines.
+DIMS = 256
 
 
 # --------------------------------------------------------------------------- the data
@@ -110,15 +113,17 @@ class Collection:
 
 
 def embed(name: str, texts: list[str]) -> np.ndarray:
-    """Unit WordLlama vectors of ``texts``, cached per data set under ``benchmarks/.cache``."""
+    """Unit WordLlama vectors of ``texts`` (the first :data:`DIMS` dimensions), cached per data set
+    under ``benchmarks/.cache``."""
     path = os.path.join(CACHE_DIR, f"fusion-{name}-{len(texts)}.npy")
     if os.path.exists(path):
-        return np.load(path)
-    vecs = np.asarray(load_wordllama().embed(texts), dtype=np.float64)
-    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-    os.makedirs(CACHE_DIR, exist_ok=True)
-    np.save(path, vecs)
-    return vecs
+        vecs = np.load(path)
+    else:
+        vecs = np.asarray(load_wordllama().embed(texts), dtype=np.float64)
+        os.makedirs(CACHE_DIR, exist_ok=True)
+        np.save(path, vecs)
+    vecs = vecs[:, :DIMS]
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
 
 def conversations(name: str) -> Collection:
@@ -430,7 +435,7 @@ def baselines(col: Collection, case: Case) -> dict[str, list[int]]:
 def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[int]]]]:
     """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
     scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
-    path = os.path.join(CACHE_DIR, f"fusion-sides-{col.name}-{lexical}-{int(UNSEEN)}.pkl")
+    path = os.path.join(CACHE_DIR, f"fusion-sides-{col.name}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
     if not os.path.exists(path):
         out = [
             (sides(col, case, lexical), baselines(col, case) if col.name != "memory_set" else {})
@@ -466,9 +471,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--skip-unseen", action="store_true", help="leave words no text holds out of the IDF mass"
     )
+    p.add_argument("--dims", type=int, choices=(64, 128, 256), default=256)
     args = p.parse_args(argv)
-    global UNSEEN
-    UNSEEN = not args.skip_unseen
+    global UNSEEN, DIMS
+    UNSEEN, DIMS = not args.skip_unseen, args.dims
     designs = args.designs.split(",")
     table: dict[str, dict[str, float]] = defaultdict(dict)
     for name in args.data.split(","):
@@ -476,7 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for design, cols in study(col, designs, args.lexical).items():
             table[design].update({f"{name} {c}": v for c, v in cols.items()})
     columns = sorted({c for cols in table.values() for c in cols})
-    print(f"recall@5, lexical side scored by {args.lexical}")
+    print(f"recall@5, lexical side scored by {args.lexical}, WordLlama {DIMS}-d")
     print("| design | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     for design, cols in table.items():
