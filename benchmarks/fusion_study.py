@@ -343,6 +343,15 @@ def union_squared(s: Sides) -> list[int]:
     return ordered({i: s.cosine(i) + s.coverage.get(i, 0.0) ** 2 for i in union}, s)
 
 
+def union_agree(s: Sides) -> list[int]:
+    """Absolute scales over the union, each candidate's IDF share weighted by its cosine over the
+    page's best (the vector side's agreement that the item is about the query)."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    best = max(s.vector[0][1], 1e-9) if s.vector else 1.0
+    scores = {i: s.cosine(i) + s.coverage.get(i, 0.0) * max(0.0, s.cosine(i)) / best for i in union}
+    return ordered(scores, s)
+
+
 def union_rrf(s: Sides) -> list[int]:
     """Rank fusion (k 60) over the union: every candidate ranked by cosine, and by IDF share."""
     union = sorted({i for i, _ in s.vector} | {i for i, _ in s.lexical})
@@ -406,6 +415,7 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "page_best": page_best,
     "union_weighted": union_weighted,
     "union_squared": union_squared,
+    "union_agree": union_agree,
     "union_rrf": union_rrf,
     "combmnz": combmnz,
     "union_minmax": union_minmax,
