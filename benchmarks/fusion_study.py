@@ -24,14 +24,17 @@ reported per data set and scope, with the sides alone and the exact/BM25 baselin
   apart, scopes ``user`` and ``global``.
 
 The numbers are the ones to compare designs by; ``bench_conversations.py`` and
-``bench_retrieval.py`` measure the stores themselves. Vectors are cached under
-``benchmarks/.cache/`` (never committed).
+``bench_retrieval.py`` measure the stores themselves. The vectors and each data set's sides are
+cached under ``benchmarks/.cache/`` (never committed; the first run of the conversation sets takes
+several minutes, later ones seconds). The designs and what each measured: docs/hybrid.md, "Fusion
+study".
 
 Examples::
 
     python benchmarks/fusion_study.py                    # every design, the three data sets
     python benchmarks/fusion_study.py --lexical idf      # the lexical side scored as on Postgres
     python benchmarks/fusion_study.py --designs kept,coverage --data lme
+    python benchmarks/fusion_study.py --dims 128         # WordLlama's 128-d truncation
 """
 
 from __future__ import annotations
