@@ -1,0 +1,511 @@
+"""Offline study of hybrid fusions (#26): every design ranked on the same two sides, the sides
+built as the stores build them, on LongMemEval, LoCoMo and our identifier set.
+
+No store runs here. For each question and scope (the whole collection, or the question's
+namespace) the two sides are what a hybrid search of a ``limit=10`` page fuses:
+
+- **vector**: the page's 10 nearest items by exact cosine (WordLlama's bundled 256-d model);
+- **lexical**: the best 40 (``HybridSpec.candidates(0, 10)``) of the items holding a query word
+  that *selects* (``core.hybrid.query_words``, stop words aside; a word selects when the whole
+  collection has at most ``HybridSpec.rare_bound(N, 10)`` texts holding it, 5% by default), scored
+  over every query word either by ``core.bm25`` with the collection's statistics (Redis plain mode;
+  the Query Engine's ``BM25STD`` is the same formula) or, ``--lexical idf``, by the sum of the IDF
+  of the query words an item holds (Postgres).
+
+A design maps the two sides (and, for the designs that need it, each lexical candidate's share of
+the query's IDF mass, or the cosine of any item) to a ranking; recall@5 of that ranking is
+reported per data set and scope, with the sides alone and the exact/BM25 baselines beside them:
+
+- LongMemEval (``benchmarks/longmemeval.py``): share of a question's answer sessions in the top 5;
+- LoCoMo (``benchmarks/locomo.py``): share of a question's evidence turns in the top 5 (a turn's
+  text as the store holds it, image caption included);
+- memory_set (``benchmarks/memory_set.py``, the set of ``bench_retrieval.py``): share of the
+  relevant memories in the top 5 out of ``min(5, relevant)``, identifier and paraphrase questions
+  apart, scopes ``user`` and ``global``.
+
+The numbers are the ones to compare designs by; ``bench_conversations.py`` and
+``bench_retrieval.py`` measure the stores themselves. The vectors and each data set's sides are
+cached under ``benchmarks/.cache/`` (never committed; the first run of the conversation sets takes
+several minutes, later ones seconds). The designs and what each measured: docs/hybrid.md, "Fusion
+study".
+
+Examples::
+
+    python benchmarks/fusion_study.py                    # every design, the three data sets
+    python benchmarks/fusion_study.py --lexical idf      # the lexical side scored as on Postgres
+    python benchmarks/fusion_study.py --designs kept,coverage --data lme
+    python benchmarks/fusion_study.py --dims 128         # WordLlama's 128-d truncation
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import pickle
+import statistics
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import astuple, dataclass, field
+
+import numpy as np
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import locomo, longmemeval, memory_set
+from benchmarks.longmemeval import CACHE_DIR
+from benchmarks.wordllama_embeddings import load_wordllama
+from langmem_adapters.core.bm25 import Corpus, bm25
+from langmem_adapters.core.hybrid import HybridSpec, query_words, words
+
+PAGE = 10
+SPEC = HybridSpec()
+LEXICAL_DEPTH = SPEC.candidates(0, PAGE)
+#: Whether a query word no text holds counts in the query's IDF mass (with the highest IDF): it
+#: is information the query carries that no candidate matches.
+UNSEEN = True
+#: Dimensions of the WordLlama vectors used (its Matryoshka truncations: 64, 128 or 256), to see
+#: how a design's unit moves with the spread of the cosines.
+DIMS = 256
+
+
+# --------------------------------------------------------------------------- the data
+
+
+@dataclass
+class Case:
+    """One question in one scope: its vector, the items searched (``None``: all), how a ranking of
+    item indexes scores (recall@5), and its group (question kind, or ``all``)."""
+
+    text: str
+    vec: np.ndarray
+    scope: str
+    within: np.ndarray | None
+    judge: Callable[[Sequence[int]], float]
+    group: str = "all"
+
+
+@dataclass
+class Collection:
+    """A data set prepared for the study: each item's words and unit vector, the collection's word
+    statistics, and its cases."""
+
+    name: str
+    tokens: list[list[str]]
+    vecs: np.ndarray
+    cases: list[Case] = field(default_factory=list)
+    postings: dict[str, np.ndarray] = field(default_factory=dict)
+    corpus: Corpus = field(default_factory=Corpus)
+
+    def __post_init__(self) -> None:
+        held: dict[str, list[int]] = defaultdict(list)
+        for i, toks in enumerate(self.tokens):
+            for w in set(toks):
+                held[w].append(i)
+        self.postings = {w: np.array(ids) for w, ids in held.items()}
+        self.corpus.update(
+            len(self.tokens), sum(map(len, self.tokens)), ((w, len(p)) for w, p in held.items())
+        )
+
+    def idf(self, word: str) -> float:
+        """Lucene's non-negative IDF over the whole collection."""
+        n, df = self.corpus.size, len(self.postings.get(word, ()))
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def embed(name: str, texts: list[str]) -> np.ndarray:
+    """Unit WordLlama vectors of ``texts`` (the first :data:`DIMS` dimensions), cached per data set
+    under ``benchmarks/.cache``."""
+    path = os.path.join(CACHE_DIR, f"fusion-{name}-{len(texts)}.npy")
+    if os.path.exists(path):
+        vecs = np.load(path)
+    else:
+        vecs = np.asarray(load_wordllama().embed(texts), dtype=np.float64)
+        os.makedirs(CACHE_DIR, exist_ok=True)
+        np.save(path, vecs)
+    vecs = vecs[:, :DIMS]
+    return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+
+def conversations(name: str) -> Collection:
+    """LongMemEval (``lme``) or LoCoMo (``locomo``): both scopes of every question."""
+    data = longmemeval.load() if name == "lme" else locomo.load()
+    texts = [item.text for item in data.items]
+    qtexts = [q.text for q in data.questions]
+    vecs = embed(name, texts + qtexts)
+    col = Collection(name, [words(t) for t in texts], vecs[: len(texts)])
+    sessions = [item.session for item in data.items]
+    spaces: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for i, item in enumerate(data.items):
+        spaces[item.namespace].append(i)
+    for q, qv in zip(data.questions, vecs[len(texts) :], strict=True):
+
+        def judge(ranked: Sequence[int], answers: frozenset[str] = q.answers) -> float:
+            return longmemeval.recall_at([sessions[i] for i in ranked], answers, 5)
+
+        for scope, within in (("global", None), ("namespace", np.array(spaces[q.namespace]))):
+            col.cases.append(Case(q.text, qv, scope, within, judge))
+    return col
+
+
+def identifiers() -> Collection:
+    """``bench_retrieval.py``'s set: 3,200 memories of 100 users, 200 questions, both scopes."""
+    data = memory_set.build()
+    texts = [m.text for m in data.memories]
+    qtexts = [q.text for q in data.questions]
+    vecs = embed("memory_set", texts + qtexts)
+    col = Collection("memory_set", [words(t) for t in texts], vecs[: len(texts)])
+    keys = [m.key for m in data.memories]
+    users: dict[str, list[int]] = defaultdict(list)
+    for i, m in enumerate(data.memories):
+        users[m.user].append(i)
+    scope: memory_set.Scope
+    for q, qv in zip(data.questions, vecs[len(texts) :], strict=True):
+        for scope in ("user", "global"):
+            relevant = data.relevant(q, scope)
+
+            def judge(ranked: Sequence[int], relevant: set[str] = relevant) -> float:
+                top = {keys[i] for i in ranked[:5]}
+                return len(relevant & top) / min(5, len(relevant))
+
+            within = np.array(users[q.user]) if scope == "user" else None
+            col.cases.append(Case(q.text, qv, scope, within, judge, q.kind))
+    return col
+
+
+# --------------------------------------------------------------------------- the two sides
+
+
+@dataclass
+class Sides:
+    """What a fusion gets for one case: the vector page and the lexical candidates (item index,
+    score; best first), each lexical candidate's share of the query's IDF mass, and the cosine of
+    any item (for designs that re-rank a candidate set)."""
+
+    vector: list[tuple[int, float]]
+    lexical: list[tuple[int, float]]
+    coverage: dict[int, float]
+    cosines: dict[int, float]
+
+    def cosine(self, item: int) -> float:
+        """The cosine of a candidate of either side."""
+        return self.cosines[item]
+
+
+def sides(col: Collection, case: Case, lexical: str) -> Sides:
+    """The two sides of ``case`` as a store builds them (see the module docstring)."""
+    sims = col.vecs @ case.vec
+    pool = case.within if case.within is not None else np.arange(len(col.tokens))
+    order = pool[np.argsort(-sims[pool], kind="stable")[:PAGE]]
+    vector = [(int(i), float(sims[i])) for i in order]
+    qw = query_words(case.text)
+    counts = {w: len(col.postings.get(w, ())) for w in qw}
+    rare = SPEC.rare(counts, col.corpus.size, PAGE)
+    selected = [col.postings[w] for w in rare if counts[w]]
+    cands = np.unique(np.concatenate(selected)) if selected else np.array([], dtype=int)
+    if case.within is not None and len(cands):
+        cands = np.intersect1d(cands, case.within)
+    mass = {w: col.idf(w) for w in qw if counts[w] or UNSEEN}
+    total = sum(mass.values()) or 1.0
+    cover = {}
+    for i in cands:
+        held = set(col.tokens[i])
+        cover[int(i)] = sum(v for w, v in mass.items() if w in held) / total
+    if lexical == "idf":
+        scored = [cover[int(i)] * total for i in cands]
+    else:
+        scored = bm25(qw, [col.tokens[i] for i in cands], corpus=col.corpus)
+    ranked = sorted(zip(cands.tolist(), scored, strict=True), key=lambda p: (-p[1], p[0]))
+    lex = [(i, s) for i, s in ranked[:LEXICAL_DEPTH] if s > 0]
+    union = {i for i, _ in vector} | {i for i, _ in lex}
+    return Sides(vector, lex, {i: cover[i] for i, _ in lex}, {i: float(sims[i]) for i in union})
+
+
+# --------------------------------------------------------------------------- the designs
+
+
+def minmax(side: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """A side's scores scaled to 0..1 over its candidates (all 1 when equal)."""
+    if not side:
+        return {}
+    lo, hi = min(s for _, s in side), max(s for _, s in side)
+    if not hi > lo:
+        return {i: 1.0 for i, _ in side}
+    return {i: (s - lo) / (hi - lo) for i, s in side}
+
+
+def ordered(scores: dict[int, float], s: Sides) -> list[int]:
+    """Best first; ties keep the vector ranking's order, then the lexical one's."""
+    first: dict[int, int] = {}
+    for n, (i, _) in enumerate(s.vector + s.lexical):
+        first.setdefault(i, n)
+    return sorted(scores, key=lambda i: (-scores[i], first.get(i, 10**9)))
+
+
+def mean(*parts: tuple[dict[int, float], float]) -> dict[int, float]:
+    """Weighted sum of scaled sides (a side missing an item adds 0)."""
+    out: dict[int, float] = defaultdict(float)
+    for scores, w in parts:
+        for i, v in scores.items():
+            out[i] += w * v
+    return out
+
+
+def kept(s: Sides) -> list[int]:
+    """Relative-score fusion, min-max, 1:1 (the stores' default)."""
+    return ordered(mean((minmax(s.vector), 1.0), (minmax(s.lexical), 1.0)), s)
+
+
+def best_coverage(s: Sides) -> float:
+    """Share of the query's IDF mass that the lexical side's best candidate holds."""
+    return s.coverage[s.lexical[0][0]] if s.lexical else 0.0
+
+
+def coverage(s: Sides) -> list[int]:
+    """Min-max sides, the lexical one weighted by its best candidate's share of the query's IDF
+    mass, the vector one by the rest."""
+    c = best_coverage(s)
+    return ordered(mean((minmax(s.vector), 1.0 - c), (minmax(s.lexical), c)), s)
+
+
+def coverage_lex(s: Sides) -> list[int]:
+    """Min-max sides, vector weight 1, lexical weight its best candidate's IDF share."""
+    c = best_coverage(s)
+    return ordered(mean((minmax(s.vector), 1.0), (minmax(s.lexical), c)), s)
+
+
+def coverage_item(s: Sides) -> list[int]:
+    """Min-max vector side plus each lexical candidate's own IDF share (absolute, 0..1)."""
+    return ordered(mean((minmax(s.vector), 1.0), (s.coverage, 1.0)), s)
+
+
+def absolute(s: Sides) -> list[int]:
+    """Absolute scales: cosine as is, plus each lexical candidate's IDF share."""
+    return ordered(mean((dict(s.vector), 1.0), (s.coverage, 1.0)), s)
+
+
+def absolute_union(s: Sides) -> list[int]:
+    """Absolute scales over the union of both candidate sets (every candidate's cosine)."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    return ordered({i: s.cosine(i) + s.coverage.get(i, 0.0) for i in union}, s)
+
+
+def union_relative(s: Sides) -> list[int]:
+    """Cosine of the union of both candidate sets min-max scaled over the union, plus each
+    lexical candidate's IDF share (absolute)."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    vec = minmax([(i, s.cosine(i)) for i in union])
+    return ordered(mean((vec, 1.0), (s.coverage, 1.0)), s)
+
+
+def union_coverage(s: Sides) -> list[int]:
+    """Cosine of the union min-max scaled over it, weighted 1 - c, and the min-max lexical side
+    weighted c, the best lexical candidate's IDF share."""
+    c = best_coverage(s)
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    vec = minmax([(i, s.cosine(i)) for i in union])
+    return ordered(mean((vec, 1.0 - c), (minmax(s.lexical), c)), s)
+
+
+def union_cov_item(s: Sides) -> list[int]:
+    """Cosine of the union min-max scaled over it, weighted 1 - c, plus each lexical candidate's
+    IDF share weighted c (c: the best candidate's share)."""
+    c = best_coverage(s)
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    vec = minmax([(i, s.cosine(i)) for i in union])
+    return ordered(mean((vec, 1.0 - c), (s.coverage, c)), s)
+
+
+def union_best(s: Sides) -> list[int]:
+    """Cosine of the union over the best cosine (the vector page's first), plus each lexical
+    candidate's IDF share."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    best = max(s.vector[0][1], 1e-9) if s.vector else 1.0
+    return ordered({i: s.cosine(i) / best + s.coverage.get(i, 0.0) for i in union}, s)
+
+
+def page_best(s: Sides) -> list[int]:
+    """The vector page's cosines over its best, plus each lexical candidate's IDF share."""
+    best = max(s.vector[0][1], 1e-9) if s.vector else 1.0
+    return ordered(mean(({i: v / best for i, v in s.vector}, 1.0), (s.coverage, 1.0)), s)
+
+
+def union_weighted(s: Sides) -> list[int]:
+    """Absolute scales over the union, the lexical side weighted by its best candidate's IDF
+    share: cosine + c x each candidate's share."""
+    c = best_coverage(s)
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    return ordered({i: s.cosine(i) + c * s.coverage.get(i, 0.0) for i in union}, s)
+
+
+def union_squared(s: Sides) -> list[int]:
+    """Absolute scales over the union, each candidate's IDF share weighted by itself."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    return ordered({i: s.cosine(i) + s.coverage.get(i, 0.0) ** 2 for i in union}, s)
+
+
+def union_agree(s: Sides) -> list[int]:
+    """Absolute scales over the union, each candidate's IDF share weighted by its cosine over the
+    page's best (the vector side's agreement that the item is about the query)."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    best = max(s.vector[0][1], 1e-9) if s.vector else 1.0
+    scores = {i: s.cosine(i) + s.coverage.get(i, 0.0) * max(0.0, s.cosine(i)) / best for i in union}
+    return ordered(scores, s)
+
+
+def union_rrf(s: Sides) -> list[int]:
+    """Rank fusion (k 60) over the union: every candidate ranked by cosine, and by IDF share."""
+    union = sorted({i for i, _ in s.vector} | {i for i, _ in s.lexical})
+    out: dict[int, float] = defaultdict(float)
+    for key in (s.cosine, lambda i: s.coverage.get(i, 0.0)):
+        for rank, i in enumerate(sorted(union, key=lambda i: -key(i)), 1):
+            out[i] += 1.0 / (60 + rank)
+    return ordered(out, s)
+
+
+def combmnz(s: Sides) -> list[int]:
+    """CombMNZ: min-max sum times the number of sides that returned the item."""
+    v, lx = minmax(s.vector), minmax(s.lexical)
+    out = mean((v, 1.0), (lx, 1.0))
+    return ordered({i: x * ((i in v) + (i in lx)) for i, x in out.items()}, s)
+
+
+def union_minmax(s: Sides) -> list[int]:
+    """Vector scores of the union of both candidate sets, min-max over the union, plus the
+    min-max lexical side: a lexical candidate is not scored 0 on the vector side."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    vec = minmax([(i, s.cosine(i)) for i in union])
+    return ordered(mean((vec, 1.0), (minmax(s.lexical), 1.0)), s)
+
+
+def overlap(s: Sides) -> list[int]:
+    """Union re-ranked by cosine (min-max over the union) plus the min-max lexical side weighted
+    by how much of the vector page the lexical candidates hold (1 + share)."""
+    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    vec = minmax([(i, s.cosine(i)) for i in union])
+    share = len({i for i, _ in s.vector} & {i for i, _ in s.lexical}) / PAGE
+    return ordered(mean((vec, 1.0), (minmax(s.lexical), 1.0 + share)), s)
+
+
+def rrf_ties(s: Sides) -> list[int]:
+    """Rank fusion (k 60) whose ranks are shared by equal scores, ties broken by min-max sum."""
+    out: dict[int, float] = defaultdict(float)
+    for side in (s.vector, s.lexical):
+        rank, last = 0, None
+        for n, (i, v) in enumerate(side, 1):
+            if v != last:
+                rank, last = n, v
+            out[i] += 1.0 / (60 + rank)
+    tie = mean((minmax(s.vector), 1.0), (minmax(s.lexical), 1.0))
+    return sorted(out, key=lambda i: (-out[i], -tie.get(i, 0.0)))
+
+
+DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
+    "vector": lambda s: [i for i, _ in s.vector],
+    "lexical": lambda s: [i for i, _ in s.lexical],
+    "kept": kept,
+    "coverage": coverage,
+    "coverage_lex": coverage_lex,
+    "coverage_item": coverage_item,
+    "absolute": absolute,
+    "absolute_union": absolute_union,
+    "union_relative": union_relative,
+    "union_coverage": union_coverage,
+    "union_cov_item": union_cov_item,
+    "union_best": union_best,
+    "page_best": page_best,
+    "union_weighted": union_weighted,
+    "union_squared": union_squared,
+    "union_agree": union_agree,
+    "union_rrf": union_rrf,
+    "combmnz": combmnz,
+    "union_minmax": union_minmax,
+    "overlap": overlap,
+    "rrf_ties": rrf_ties,
+}
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def baselines(col: Collection, case: Case) -> dict[str, list[int]]:
+    """Exact cosine and plain BM25 over every word, within the case's scope (top 10)."""
+    pool = case.within if case.within is not None else np.arange(len(col.tokens))
+    sims = col.vecs[pool] @ case.vec
+    exact = pool[np.argsort(-sims, kind="stable")[:PAGE]].tolist()
+    qw = list(dict.fromkeys(words(case.text)))
+    held = [col.postings[w] for w in qw if w in col.postings]
+    cands = np.unique(np.concatenate(held)) if held else np.array([], dtype=int)
+    if case.within is not None and len(cands):
+        cands = np.intersect1d(cands, case.within)
+    scored = bm25(qw, [col.tokens[i] for i in cands], corpus=col.corpus)
+    ranked = sorted(zip(cands.tolist(), scored, strict=True), key=lambda p: (-p[1], p[0]))
+    return {"exact": exact, "bm25": [i for i, _ in ranked[:PAGE]]}
+
+
+def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[int]]]]:
+    """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
+    scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
+    path = os.path.join(CACHE_DIR, f"fusion-sides-{col.name}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
+    if not os.path.exists(path):
+        out = [
+            (sides(col, case, lexical), baselines(col, case) if col.name != "memory_set" else {})
+            for case in col.cases
+        ]
+        with open(path, "wb") as f:  # plain values: readable whoever imports this module
+            pickle.dump([(astuple(s), base) for s, base in out], f)
+        return out
+    with open(path, "rb") as f:
+        return [(Sides(*fields), base) for fields, base in pickle.load(f)]
+
+
+def study(col: Collection, designs: Sequence[str], lexical: str) -> dict[str, dict[str, float]]:
+    """recall@5 per design (and baseline) per column (scope, and group for memory_set)."""
+    got: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for case, (s, base) in zip(col.cases, prepared(col, lexical), strict=True):
+        rankings = {name: DESIGNS[name](s)[:PAGE] for name in designs}
+        rankings.update(base)
+        for name, ranked in rankings.items():
+            r = case.judge(ranked)
+            got[name][case.scope].append(r)
+            if case.group != "all":
+                got[name][f"{case.scope} {case.group[:4]}"].append(r)
+    return {n: {c: statistics.fmean(v) for c, v in cols.items()} for n, cols in got.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print recall@5 of every design asked for on every data set asked for, one table."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default="lme,locomo,memory_set")
+    p.add_argument("--designs", default=",".join(DESIGNS))
+    p.add_argument("--lexical", choices=("bm25", "idf"), default="bm25")
+    p.add_argument(
+        "--skip-unseen", action="store_true", help="leave words no text holds out of the IDF mass"
+    )
+    p.add_argument("--dims", type=int, choices=(64, 128, 256), default=256)
+    args = p.parse_args(argv)
+    global UNSEEN, DIMS
+    UNSEEN, DIMS = not args.skip_unseen, args.dims
+    designs = args.designs.split(",")
+    table: dict[str, dict[str, float]] = defaultdict(dict)
+    for name in args.data.split(","):
+        col = identifiers() if name == "memory_set" else conversations(name)
+        for design, cols in study(col, designs, args.lexical).items():
+            table[design].update({f"{name} {c}": v for c, v in cols.items()})
+    columns = sorted({c for cols in table.values() for c in cols})
+    print(f"recall@5, lexical side scored by {args.lexical}, WordLlama {DIMS}-d")
+    print("| design | " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for design, cols in table.items():
+        print(
+            f"| {design} | "
+            + " | ".join(f"{cols.get(c, float('nan')):.3f}" for c in columns)
+            + " |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
