@@ -144,11 +144,11 @@ class Store(OwnErrors, Generic[S]):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._flow(self._batch_flow(list(ops)))
+        return self._batch(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
-        return await self._aflow(self._batch_flow(list(ops)))
+        return await self._abatch(list(ops))
 
     def put_if_absent(
         self,
@@ -164,7 +164,7 @@ class Store(OwnErrors, Generic[S]):
         An expired item counts as absent. Racing writers get exactly one True.
         """
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._flow(self._batch_flow([op], if_absent=True)))
+        return bool(self._batch([op], if_absent=True))
 
     async def aput_if_absent(
         self,
@@ -177,7 +177,7 @@ class Store(OwnErrors, Generic[S]):
     ) -> bool:
         """Async twin of :meth:`put_if_absent`."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(await self._aflow(self._batch_flow([op], if_absent=True)))
+        return bool(await self._abatch([op], if_absent=True))
 
     def iter_items(
         self,
@@ -285,15 +285,26 @@ class Store(OwnErrors, Generic[S]):
         """Whether every vector search is exact whatever the index (plain Redis)."""
         return False
 
-    def _batch_flow(self, ops: list[Op], if_absent: bool = False) -> Generator[Run, Any, Any]:
-        """A batch (or one atomic create) as one plan, run again while the backend rolled it back
-        whole (``_retryable``, e.g. a deadlock), at most ``_attempts`` times."""
-        for attempt in range(self._attempts):
+    def _batch(self, ops: list[Op], if_absent: bool = False) -> Any:
+        """A batch (or one atomic create) as one plan in one session, run again while the backend
+        rolled it back whole (``_retryable``, e.g. a deadlock), at most ``_attempts`` times."""
+        reads = reads_only(ops, if_absent)
+        for _ in range(self._attempts - 1):
             try:
-                return (yield self._plan(ops, if_absent=if_absent), reads_only(ops, if_absent))
+                return self._run(self._plan(ops, if_absent=if_absent), reads=reads)
             except self._retryable:
-                if attempt == self._attempts - 1:
-                    raise
+                pass
+        return self._run(self._plan(ops, if_absent=if_absent), reads=reads)
+
+    async def _abatch(self, ops: list[Op], if_absent: bool = False) -> Any:
+        """Async twin of :meth:`_batch`."""
+        reads = reads_only(ops, if_absent)
+        for _ in range(self._attempts - 1):
+            try:
+                return await self._drive(self._plan(ops, if_absent=if_absent), reads=reads)
+            except self._retryable:
+                pass
+        return await self._drive(self._plan(ops, if_absent=if_absent), reads=reads)
 
     def _stats_flow(self) -> Generator[Run, Any, VectorSearchStats | None]:
         """``vector_stats()``: the index's size (the probe's count, else the live items), then the
