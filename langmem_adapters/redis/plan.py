@@ -15,7 +15,7 @@ import time
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
@@ -57,9 +57,9 @@ Touches = dict[tuple[str, str], float]
 """Items a batch read with ``refresh_ttl``: (namespace text, key) -> their TTL in minutes."""
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What every stage of a batch reads: the store's layout, mode and index, and the batch's one reading of the clock."""
+class Context(NamedTuple):
+    """What every stage of a batch reads: the store's layout, mode and index, and the batch's one
+    reading of the clock (a named tuple: made for every batch, and cheaper than a frozen class)."""
 
     keys: Keys
     mode: Mode
@@ -85,8 +85,7 @@ class ServerSearch:
     calls: tuple[Call, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ReadRound:
+class ReadRound(NamedTuple):
     """The batch's one read round, in the order of its calls: one ``HMGET`` per get, the namespace registry
     (for listings and plain-mode searches), the Query Engine searches, and the items index's
     ``FT.INFO`` when its reading is stale."""
@@ -132,7 +131,8 @@ def plan(
     touch: Touches = {}
     if batch.gets or batch.searches or batch.lists:
         touch = yield from _reads(ctx, batch, qvecs, stats, results)
-    yield from _writes(ctx, batch.writes, vectors, touch, "p")
+    if batch.writes or touch:
+        yield from _writes(ctx, batch.writes, vectors, touch, "p")
     return results
 
 
