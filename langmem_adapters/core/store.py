@@ -17,7 +17,16 @@ from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mappin
 from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import NOT_PROVIDED, NotProvided, Op, PutOp, Result, TTLConfig
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    GetOp,
+    Item,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    TTLConfig,
+)
 
 from langmem_adapters.core.bulk import BulkLoads
 from langmem_adapters.core.calibrated import Calibration, Tuning
@@ -149,6 +158,26 @@ class Store(OwnErrors, Generic[S]):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
         return await self._abatch(list(ops))
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """langgraph's ``get``, its namespace checked once: by the batch, which applies langgraph's
+        label rules itself (``BaseStore.get`` would check the labels a second time first)."""
+        return self._batch([GetOp(namespace, str(key), self._refreshes(refresh_ttl))])[0]
+
+    async def aget(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """Async twin of :meth:`get`."""
+        return (await self._abatch([GetOp(namespace, str(key), self._refreshes(refresh_ttl))]))[0]
+
+    def _refreshes(self, refresh_ttl: bool | None) -> bool:
+        """Whether a read refreshes TTLs: ``refresh_ttl``, else the TTL config's ``refresh_on_read``
+        (default True), as ``BaseStore.get`` decides."""
+        if refresh_ttl is not None:
+            return refresh_ttl
+        return (self.ttl_config or {}).get("refresh_on_read", True)
 
     def put_if_absent(
         self,
