@@ -13,7 +13,7 @@ round. The parts get the backend's hooks as constructor arguments.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
@@ -30,7 +30,7 @@ from langgraph.store.base import (
 
 from langmem_adapters.core.bulk import BulkLoads
 from langmem_adapters.core.calibrated import Calibration, Tuning
-from langmem_adapters.core.drive import Steps, adrive, drive
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import Identity, IdentityGuard
@@ -45,17 +45,13 @@ from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidNamespaceError
 from langmem_adapters.views import StoreByteStore, StoreRetriever, as_retriever
 
-__all__ = ["PAGE_SIZE", "ItemsPage", "Run", "Store"]
+__all__ = ["PAGE_SIZE", "ItemsPage", "Store"]
 
 ItemsPage = tuple[list[StoredItem], Cursor | None]
 """One page of ``iter_items``: the items, and the cursor to read on from (``None``: no more)."""
 
 #: Items per page of ``iter_items`` and ``restore`` unless told otherwise.
 PAGE_SIZE = 500
-
-Run = tuple[Steps[Any], bool]
-"""A request of a store's own flow: a plan for the driver to run in a session of its own, and
-whether the plan only reads (a backend may send it to a replica)."""
 
 
 R = TypeVar("R")
@@ -142,14 +138,6 @@ class Store(OwnErrors, Generic[S]):
     async def _drive(self, steps: Steps[R], *, reads: bool = False) -> R:
         """The driver's: run a plan in one session for a coroutine (``reads``: it only reads)."""
         raise NotImplementedError
-
-    def _flow(self, flow: Generator[Run, Any, R]) -> R:
-        """Run one of the store's own flows: each of its plans in a session of its own."""
-        return drive(flow, lambda run: self._run(run[0], reads=run[1]))
-
-    async def _aflow(self, flow: Generator[Run, Any, R]) -> R:
-        """Async twin of :meth:`_flow`."""
-        return await adrive(flow, lambda run: self._drive(run[0], reads=run[1]))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
@@ -266,11 +254,15 @@ class Store(OwnErrors, Generic[S]):
     def vector_stats(self) -> VectorSearchStats | None:
         """Index size, search breadth and mode in use, target and last measured recall (``None``:
         the store has no vector index)."""
-        return self._flow(self._stats_flow())
+        if (size := self._index_size()) is None:
+            return None
+        return self._calibration.report(int(self._run(size[0], reads=size[1])))
 
     async def avector_stats(self) -> VectorSearchStats | None:
         """Async twin of :meth:`vector_stats`."""
-        return await self._aflow(self._stats_flow())
+        if (size := self._index_size()) is None:
+            return None
+        return self._calibration.report(int(await self._drive(size[0], reads=size[1])))
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
         """The backend's plan for a batch (or for one atomic create, returning whether it created)."""
@@ -335,17 +327,13 @@ class Store(OwnErrors, Generic[S]):
                 pass
         return await self._drive(self._plan(ops, if_absent=if_absent), reads=reads)
 
-    def _stats_flow(self) -> Generator[Run, Any, VectorSearchStats | None]:
-        """``vector_stats()``: the index's size (the probe's count, else the live items), then the
-        calibration's report (``None``: no vector index)."""
+    def _index_size(self) -> tuple[Steps[Any], bool] | None:
+        """``vector_stats()``'s plan reading the index's size (the probe's count, else the live
+        items) and whether it only reads (``None``: no vector index)."""
         probe = self._probe()
         if self.index_spec is None:
             return None
-        if probe is not None:
-            size = yield probe.count(), False
-        else:
-            size = yield self._count_plan((), ()), True
-        return self._calibration.report(int(size))
+        return (probe.count(), False) if probe is not None else (self._count_plan((), ()), True)
 
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any
