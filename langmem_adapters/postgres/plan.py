@@ -22,6 +22,7 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
+from langmem_adapters.core.items import make_item
 from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.lexical import (
@@ -50,7 +51,6 @@ from langmem_adapters.postgres.sql import (
     ItemRow,
     Round,
     Statement,
-    item_of,
     search_item_of,
     vec_literal,
 )
@@ -310,4 +310,5 @@ def _get_results(
             continue
         if op.refresh_ttl and row.ttl_minutes is not None:
             refresh[(row.ns, row.key)] = None
-        results[i] = item_of(row)
+        # The get's own namespace: the row's text is that tuple joined, no need to split it again.
+        results[i] = make_item(op.namespace, row.key, row.value, row.created_at, row.updated_at)
