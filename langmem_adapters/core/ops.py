@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 from langgraph.store.base import InvalidNamespaceError as LangGraphNamespaceError
@@ -46,7 +46,7 @@ def validate_key(key: Any) -> str:
         raise InvalidArgumentTypeError(f"item key must be a string, got {type(key).__name__}")
     if "\x00" in key:
         raise InvalidValueError(f"item key {key!r} contains a NUL character")
-    if not is_utf8(key):
+    if not key.isascii() and not is_utf8(key):
         raise InvalidValueError(
             f"item key {key!r} contains a lone surrogate, which is not valid UTF-8"
         )
@@ -110,21 +110,12 @@ def _check_page(op: _PagedOp) -> _PagedOp:
     return op
 
 
-def validate_op_namespace(op: Op) -> None:
-    """langgraph's label rules for an op, raising this package's ``InvalidNamespaceError``."""
-    try:
-        langgraph_validate_namespace(op)
-    except LangGraphNamespaceError as exc:
-        raise InvalidNamespaceError(str(exc)) from None
-
-
 def validate_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
     """langgraph's rules for a namespace written to (not empty, no ``"langgraph"`` root, valid
     labels), as ``BaseStore.put`` applies them, raising this package's ``InvalidNamespaceError``."""
     namespace = _namespace(namespace, "namespace")
     if not namespace:
         raise InvalidNamespaceError("Namespace cannot be empty.")
-    validate_op_namespace(GetOp(namespace, ""))  # the label rules, through langgraph's helper
     if namespace[0] == "langgraph":
         raise InvalidNamespaceError(
             f'Root label for namespace cannot be "langgraph". Got: {namespace}'
@@ -183,16 +174,30 @@ class Batch:
 
 
 def _namespace(ns: Any, what: str) -> tuple[str, ...]:
+    """``ns`` as a tuple of valid labels, in one pass: langgraph's label rules (as its
+    ``validate_op_namespace`` applies them: strings, not empty, without ``.`` or NUL), with its
+    messages, and UTF-8 (no lone surrogate)."""
     if type(ns) is not tuple:
         if isinstance(ns, str) or not isinstance(ns, (tuple, list)):
             raise InvalidNamespaceError(f"{what} must be a tuple of strings, got {ns!r}")
         ns = tuple(ns)
     for label in ns:
-        if isinstance(label, str) and not is_utf8(label):
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            _refuse_labels(ns)
+        if not label.isascii() and not is_utf8(label):
             raise InvalidNamespaceError(
                 f"{what} label {label!r} contains a lone surrogate, which is not valid UTF-8"
             )
     return ns
+
+
+def _refuse_labels(ns: tuple[Any, ...]) -> NoReturn:
+    """Raise langgraph's error (its own helper's message) for a namespace with a label it refuses."""
+    try:
+        langgraph_validate_namespace(GetOp(ns, ""))
+    except LangGraphNamespaceError as exc:
+        raise InvalidNamespaceError(str(exc)) from None
+    raise InvalidNamespaceError(f"invalid namespace label in {ns!r}")
 
 
 _ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
@@ -200,21 +205,20 @@ _ItemOp = TypeVar("_ItemOp", GetOp, PutOp)
 
 def item_namespace(op: _ItemOp) -> _ItemOp:
     """``op`` with its namespace checked (a tuple of valid labels)."""
-    op = op._replace(namespace=_namespace(op.namespace, "namespace"))
-    validate_op_namespace(op)
-    return op
+    checked = _namespace(op.namespace, "namespace")
+    return op if checked is op.namespace else op._replace(namespace=checked)
 
 
 def check_prefix(prefix: Any) -> tuple[str, ...]:
     """A search or listing namespace prefix: a tuple (or list) of valid labels, possibly empty."""
-    checked = _namespace(prefix, "namespace prefix")
-    validate_op_namespace(SearchOp(checked))
-    return checked
+    return _namespace(prefix, "namespace prefix")
 
 
 def _check_search(op: SearchOp) -> tuple[SearchOp, tuple[Condition, ...]]:
     """A search op with its prefix, page and query checked, and its filter parsed."""
-    op = op._replace(namespace_prefix=check_prefix(op.namespace_prefix))
+    prefix = check_prefix(op.namespace_prefix)
+    if prefix is not op.namespace_prefix:
+        op = op._replace(namespace_prefix=prefix)
     op = _check_page(op)
     if op.query is not None and not isinstance(op.query, str):
         raise InvalidArgumentTypeError(f"query must be a string, got {type(op.query).__name__}")
@@ -230,7 +234,6 @@ def _check_list(op: ListNamespacesOp) -> ListNamespacesOp:
             for c in op.match_conditions or ()
         )
     )
-    validate_op_namespace(op)
     op = _check_page(op)
     if op.max_depth is not None:
         if check_count("max_depth", op.max_depth) == 0:
@@ -242,7 +245,7 @@ def _check_list(op: ListNamespacesOp) -> ListNamespacesOp:
             raise InvalidArgumentError(
                 f"match_type must be 'prefix' or 'suffix', got {cond.match_type!r}"
             )
-        _namespace(cond.path, "match path")
+        _namespace(cond.path, "match path")  # langgraph's label rules, and UTF-8
     return op
 
 

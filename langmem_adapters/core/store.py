@@ -13,15 +13,24 @@ round. The parts get the backend's hooks as constructor arguments.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.embeddings import Embeddings
-from langgraph.store.base import NOT_PROVIDED, NotProvided, Op, PutOp, Result, TTLConfig
+from langgraph.store.base import (
+    NOT_PROVIDED,
+    GetOp,
+    Item,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    TTLConfig,
+)
 
 from langmem_adapters.core.bulk import BulkLoads
 from langmem_adapters.core.calibrated import Calibration, Tuning
-from langmem_adapters.core.drive import Steps, adrive, drive
+from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.filters import Condition, parse_filter
 from langmem_adapters.core.identity import Identity, IdentityGuard
@@ -36,17 +45,13 @@ from langmem_adapters.core.vectors import IndexSpec, SearchStats
 from langmem_adapters.errors import InvalidNamespaceError
 from langmem_adapters.views import StoreByteStore, StoreRetriever, as_retriever
 
-__all__ = ["PAGE_SIZE", "ItemsPage", "Run", "Store"]
+__all__ = ["PAGE_SIZE", "ItemsPage", "Store"]
 
 ItemsPage = tuple[list[StoredItem], Cursor | None]
 """One page of ``iter_items``: the items, and the cursor to read on from (``None``: no more)."""
 
 #: Items per page of ``iter_items`` and ``restore`` unless told otherwise.
 PAGE_SIZE = 500
-
-Run = tuple[Steps[Any], bool]
-"""A request of a store's own flow: a plan for the driver to run in a session of its own, and
-whether the plan only reads (a backend may send it to a replica)."""
 
 
 R = TypeVar("R")
@@ -134,21 +139,33 @@ class Store(OwnErrors, Generic[S]):
         """The driver's: run a plan in one session for a coroutine (``reads``: it only reads)."""
         raise NotImplementedError
 
-    def _flow(self, flow: Generator[Run, Any, R]) -> R:
-        """Run one of the store's own flows: each of its plans in a session of its own."""
-        return drive(flow, lambda run: self._run(run[0], reads=run[1]))
-
-    async def _aflow(self, flow: Generator[Run, Any, R]) -> R:
-        """Async twin of :meth:`_flow`."""
-        return await adrive(flow, lambda run: self._drive(run[0], reads=run[1]))
-
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Execute ops: reads see the state before the batch; its writes apply atomically."""
-        return self._flow(self._batch_flow(list(ops)))
+        return self._batch(list(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async twin of :meth:`batch`."""
-        return await self._aflow(self._batch_flow(list(ops)))
+        return await self._abatch(list(ops))
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """langgraph's ``get``, its namespace checked once: by the batch, which applies langgraph's
+        label rules itself (``BaseStore.get`` would check the labels a second time first)."""
+        return self._batch([GetOp(namespace, str(key), self._refreshes(refresh_ttl))])[0]
+
+    async def aget(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """Async twin of :meth:`get`."""
+        return (await self._abatch([GetOp(namespace, str(key), self._refreshes(refresh_ttl))]))[0]
+
+    def _refreshes(self, refresh_ttl: bool | None) -> bool:
+        """Whether a read refreshes TTLs: ``refresh_ttl``, else the TTL config's ``refresh_on_read``
+        (default True), as ``BaseStore.get`` decides."""
+        if refresh_ttl is not None:
+            return refresh_ttl
+        return (self.ttl_config or {}).get("refresh_on_read", True)
 
     def put_if_absent(
         self,
@@ -164,7 +181,7 @@ class Store(OwnErrors, Generic[S]):
         An expired item counts as absent. Racing writers get exactly one True.
         """
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(self._flow(self._batch_flow([op], if_absent=True)))
+        return bool(self._batch([op], if_absent=True))
 
     async def aput_if_absent(
         self,
@@ -177,7 +194,7 @@ class Store(OwnErrors, Generic[S]):
     ) -> bool:
         """Async twin of :meth:`put_if_absent`."""
         op = self._if_absent_op(namespace, key, value, index, ttl)
-        return bool(await self._aflow(self._batch_flow([op], if_absent=True)))
+        return bool(await self._abatch([op], if_absent=True))
 
     def iter_items(
         self,
@@ -237,11 +254,15 @@ class Store(OwnErrors, Generic[S]):
     def vector_stats(self) -> VectorSearchStats | None:
         """Index size, search breadth and mode in use, target and last measured recall (``None``:
         the store has no vector index)."""
-        return self._flow(self._stats_flow())
+        if (size := self._index_size()) is None:
+            return None
+        return self._calibration.report(int(self._run(size[0], reads=size[1])))
 
     async def avector_stats(self) -> VectorSearchStats | None:
         """Async twin of :meth:`vector_stats`."""
-        return await self._aflow(self._stats_flow())
+        if (size := self._index_size()) is None:
+            return None
+        return self._calibration.report(int(await self._drive(size[0], reads=size[1])))
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
         """The backend's plan for a batch (or for one atomic create, returning whether it created)."""
@@ -285,27 +306,34 @@ class Store(OwnErrors, Generic[S]):
         """Whether every vector search is exact whatever the index (plain Redis)."""
         return False
 
-    def _batch_flow(self, ops: list[Op], if_absent: bool = False) -> Generator[Run, Any, Any]:
-        """A batch (or one atomic create) as one plan, run again while the backend rolled it back
-        whole (``_retryable``, e.g. a deadlock), at most ``_attempts`` times."""
-        for attempt in range(self._attempts):
+    def _batch(self, ops: list[Op], if_absent: bool = False) -> Any:
+        """A batch (or one atomic create) as one plan in one session, run again while the backend
+        rolled it back whole (``_retryable``, e.g. a deadlock), at most ``_attempts`` times."""
+        reads = reads_only(ops, if_absent)
+        for _ in range(self._attempts - 1):
             try:
-                return (yield self._plan(ops, if_absent=if_absent), reads_only(ops, if_absent))
+                return self._run(self._plan(ops, if_absent=if_absent), reads=reads)
             except self._retryable:
-                if attempt == self._attempts - 1:
-                    raise
+                pass
+        return self._run(self._plan(ops, if_absent=if_absent), reads=reads)
 
-    def _stats_flow(self) -> Generator[Run, Any, VectorSearchStats | None]:
-        """``vector_stats()``: the index's size (the probe's count, else the live items), then the
-        calibration's report (``None``: no vector index)."""
+    async def _abatch(self, ops: list[Op], if_absent: bool = False) -> Any:
+        """Async twin of :meth:`_batch`."""
+        reads = reads_only(ops, if_absent)
+        for _ in range(self._attempts - 1):
+            try:
+                return await self._drive(self._plan(ops, if_absent=if_absent), reads=reads)
+            except self._retryable:
+                pass
+        return await self._drive(self._plan(ops, if_absent=if_absent), reads=reads)
+
+    def _index_size(self) -> tuple[Steps[Any], bool] | None:
+        """``vector_stats()``'s plan reading the index's size (the probe's count, else the live
+        items) and whether it only reads (``None``: no vector index)."""
         probe = self._probe()
         if self.index_spec is None:
             return None
-        if probe is not None:
-            size = yield probe.count(), False
-        else:
-            size = yield self._count_plan((), ()), True
-        return self._calibration.report(int(size))
+        return (probe.count(), False) if probe is not None else (self._count_plan((), ()), True)
 
     def _if_absent_op(
         self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any], index: Any, ttl: Any

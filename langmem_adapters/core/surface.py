@@ -1,5 +1,6 @@
-"""langgraph's ``BaseStore`` convenience methods (``get``, ``search``, ``put``, ``delete``,
-``list_namespaces`` and their async twins), raising this package's errors.
+"""langgraph's ``BaseStore`` convenience methods (``search``, ``put``, ``delete``,
+``list_namespaces`` and their async twins), raising this package's errors (``get`` is the store's
+own, see :meth:`~langmem_adapters.core.store.Store.get`).
 
 langgraph checks namespace labels in those methods before a batch reaches the store, raising its own
 ``InvalidNamespaceError``; here that becomes this package's (a subclass of it), so ``except
@@ -54,12 +55,10 @@ def _async(
 class OwnErrors(BaseStore):
     """``BaseStore`` whose convenience methods raise this package's ``InvalidNamespaceError``."""
 
-    get = _sync(BaseStore.get)
     search = _sync(BaseStore.search)
     put = _sync(BaseStore.put)
     delete = _sync(BaseStore.delete)
     list_namespaces = _sync(BaseStore.list_namespaces)
-    aget = _async(BaseStore.aget)
     asearch = _async(BaseStore.asearch)
     aput = _async(BaseStore.aput)
     adelete = _async(BaseStore.adelete)

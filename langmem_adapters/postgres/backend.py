@@ -69,7 +69,10 @@ class PostgresBackend(Store[PostgresStats]):
         """The batch plan (:func:`~langmem_adapters.postgres.plan.plan`) on this store's tables,
         behind the embedder identity check."""
         ops = list(ops)
-        return self._guarded(
+        return guarded(
+            self._guard,
+            self.index_spec,
+            self._identity_access,
             lambda: (
                 put_if_absent_plan(self._current_tables(), self.index_spec, cast(PutOp, ops[0]))
                 if if_absent

@@ -22,6 +22,7 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.embedding import embed_queries
 from langmem_adapters.core.filters import Condition
+from langmem_adapters.core.items import make_item
 from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.lexical import (
@@ -50,7 +51,6 @@ from langmem_adapters.postgres.sql import (
     ItemRow,
     Round,
     Statement,
-    item_of,
     search_item_of,
     vec_literal,
 )
@@ -120,7 +120,9 @@ def plan(
     op_list, batch = plan_batch(ops)
     results: list[Result] = [None] * len(op_list)
     refresh: Refresh = {}
-    prepared = yield from _prepare(t, spec, batch, stats or PostgresStats())
+    prepared = _NOTHING  # what a batch without anything to embed needs before its reads
+    if spec is not None and (batch.searches or batch.writes):
+        prepared = yield from _prepare(t, spec, batch, stats or PostgresStats())
     reads = _read_round(t, spec, batch, prepared)
     writes: list[Statement] = []
     if batch.writes:
@@ -136,7 +138,10 @@ def plan(
         rows = yield Round(reads.statements + writes)
     else:
         return results
-    yield from _assemble(t, spec, batch, reads, rows, results, refresh)
+    if reads.gets_at is not None:
+        _get_results(batch.gets, rows[reads.gets_at], results, refresh)
+    if reads.searches or reads.lists:
+        yield from _assemble(t, spec, reads, rows, results, refresh)
     if reads_first:
         yield Round(writes)
     if refresh:
@@ -158,13 +163,9 @@ def put_if_absent_plan(t: Tables, spec: IndexSpec | None, op: PutOp) -> Steps[bo
     return bool(written)
 
 
-def _prepare(
-    t: Tables, spec: IndexSpec | None, batch: Batch, stats: PostgresStats
-) -> Steps[_Prepared]:
+def _prepare(t: Tables, spec: IndexSpec, batch: Batch, stats: PostgresStats) -> Steps[_Prepared]:
     """Embed the batch's queries and new texts; renew the lexical side's word statistics when they
     are due; size the vector searches."""
-    if spec is None or not (batch.searches or batch.writes):
-        return _NOTHING
     queries = yield from embed_queries(spec, (op for _, op, _ in batch.searches), vec_literal)
     vectors = yield from write_vectors(t, spec, batch.writes)
     if queries and spec.hybrid is not None and stats.lexicon.stale():
@@ -225,15 +226,13 @@ def _vector_reads(
 def _assemble(
     t: Tables,
     spec: IndexSpec | None,
-    batch: Batch,
     reads: _Reads,
     rows: list[Any],
     results: list[Result],
     refresh: Refresh,
 ) -> Steps[None]:
-    """Fill the results from the round's rows, with the rounds a search may still need."""
-    if reads.gets_at is not None:
-        _get_results(batch.gets, rows[reads.gets_at], results, refresh)
+    """Fill the searches' and listings' results from the round's rows, with the rounds a search
+    may still need."""
     tails: list[_Tail] = []
     got: Sequence[Sequence[Any]]
     for s in reads.searches:
@@ -311,4 +310,5 @@ def _get_results(
             continue
         if op.refresh_ttl and row.ttl_minutes is not None:
             refresh[(row.ns, row.key)] = None
-        results[i] = item_of(row)
+        # The get's own namespace: the row's text is that tuple joined, no need to split it again.
+        results[i] = make_item(op.namespace, row.key, row.value, row.created_at, row.updated_at)

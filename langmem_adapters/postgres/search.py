@@ -67,10 +67,13 @@ def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     # Built every time: caching its text per store saved 4-5% of a get (docs/architecture.md).
     source, params = row_source(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
     return Statement(
-        f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s "
-        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {LIVE.format(a='s')}",
+        f"SELECT {_ITEMS_S} FROM {t.store} s "
+        f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {_LIVE_S}",
         params,
     )
+
+
+_ITEMS_S, _LIVE_S = ITEM_COLUMNS.format(a="s"), LIVE.format(a="s")  # the get's fixed parts
 
 
 # Up to this many rows (offset + limit), a plain search under a prefix walks each namespace newest

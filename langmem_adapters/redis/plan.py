@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import islice
+from typing import Any, NamedTuple
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, Result, SearchOp
 
@@ -56,9 +57,9 @@ Touches = dict[tuple[str, str], float]
 """Items a batch read with ``refresh_ttl``: (namespace text, key) -> their TTL in minutes."""
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What every stage of a batch reads: the store's layout, mode and index, and the batch's one reading of the clock."""
+class Context(NamedTuple):
+    """What every stage of a batch reads: the store's layout, mode and index, and the batch's one
+    reading of the clock (a named tuple: made for every batch, and cheaper than a frozen class)."""
 
     keys: Keys
     mode: Mode
@@ -84,8 +85,7 @@ class ServerSearch:
     calls: tuple[Call, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ReadRound:
+class ReadRound(NamedTuple):
     """The batch's one read round, in the order of its calls: one ``HMGET`` per get, the namespace registry
     (for listings and plain-mode searches), the Query Engine searches, and the items index's
     ``FT.INFO`` when its reading is stale."""
@@ -97,9 +97,14 @@ class ReadRound:
 
     @property
     def calls(self) -> list[Call]:
-        calls = [*self.gets, *((self.registry,) if self.registry else ())]
-        calls += [c for s in self.searches for c in s.calls]
-        return calls + ([self.info] if self.info else [])
+        calls = list(self.gets)
+        if self.registry:
+            calls.append(self.registry)
+        for s in self.searches:
+            calls += s.calls
+        if self.info:
+            calls.append(self.info)
+        return calls
 
 
 def plan(
@@ -126,7 +131,8 @@ def plan(
     touch: Touches = {}
     if batch.gets or batch.searches or batch.lists:
         touch = yield from _reads(ctx, batch, qvecs, stats, results)
-    yield from _writes(ctx, batch.writes, vectors, touch, "p")
+    if batch.writes or touch:
+        yield from _writes(ctx, batch.writes, vectors, touch, "p")
     return results
 
 
@@ -155,17 +161,18 @@ def _reads(
     if qvecs and spec is not None and ctx.mode == "query_engine" and spec.kind != "exact":
         knn = yield from knn_settings(ctx.keys, spec, batch.searches, stats, list(qvecs.values()))
     read = _read_round(ctx, batch, qvecs, knn, stats, results)
-    replies = iter((yield Round(read.calls)) if read.calls else [])  # read in the calls' order
-    touch = _get_results(batch.gets, [next(replies) for _ in read.gets], results)
-    live = [nsp.split(text(n)) for n in (next(replies) if read.registry else [])]
-    sent = [[next(replies) for _ in s.calls] for s in read.searches]
+    calls = read.calls
+    replies = iter((yield Round(calls)) if calls else [])  # read in the calls' order
+    touch = _get_results(batch.gets, list(islice(replies, len(read.gets))), results)
+    live = [nsp.split(text(n)) for n in next(replies)] if read.registry else []
+    sent = [list(islice(replies, len(s.calls))) for s in read.searches]
     if read.info is not None:
         read_items_info(stats, next(replies))
     if batch.lists:
         listed = yield from _listed(ctx, batch.lists, live)
         for i, list_op in batch.lists:
             results[i] = _list_result(list_op, listed)
-    pages = yield from _server_pages(read.searches, sent)
+    pages = (yield from _server_pages(read.searches, sent)) if read.searches else []
     if ctx.mode == "plain" and batch.searches:
         pages += yield from plain_searches(
             ctx.keys, ctx.spec, batch.searches, live, qvecs, ctx.now_ms, stats
@@ -189,8 +196,10 @@ def _read_round(
 ) -> ReadRound:
     """The read round of a batch (a search with ``limit=0`` gets its empty page in ``results``)."""
     gets = tuple(
-        Call(("HMGET", ctx.keys.item(nsp.join(op.namespace), op.key), "m", "c"))
-        for _, op in batch.gets
+        [
+            Call(("HMGET", ctx.keys.item(nsp.join(op.namespace), op.key), "m", "c"))
+            for _, op in batch.gets
+        ]
     )
     registry = None
     if batch.lists or (ctx.mode == "plain" and batch.searches):

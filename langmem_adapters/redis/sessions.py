@@ -43,7 +43,7 @@ class Session:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if (error := ours(exc)) is not None:
+        if exc is not None and (error := ours(exc)) is not None:
             raise error from exc
 
 
@@ -75,5 +75,5 @@ class AsyncSession:
     ) -> None:
         if self._slots is not None:
             self._slots.release()
-        if (error := ours(exc)) is not None:
+        if exc is not None and (error := ours(exc)) is not None:
             raise error from exc
