@@ -246,7 +246,8 @@ def vector_search(
         # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
         where = Sql(*ns_condition("v.ns", op.namespace_prefix))
         return [_nearest_items(t, spec, dist, where, compose(dist, "+ 0, v.ns, v.key"), rows)]
-    settings = compose("SELECT", _ann_settings(spec, ef, rows)).statement()
+    steer = _STEER_TO_INDEX if shape is Shape.NEAREST else ""
+    settings = compose("SELECT", _ann_settings(spec, ef, rows), steer).statement()
     if shape is Shape.FILTERED:
         items = compose("SELECT", _ITEMS, dist, "AS d", _joined(t, spec, op, conditions))
         return [settings, compose(items, "ORDER BY", dist, Sql("LIMIT %s", [rows])).statement()]
@@ -261,9 +262,22 @@ def vector_search(
 _ITEMS = f"{ITEM_COLUMNS.format(a='s')},"
 
 
-# No planner steering (plan_cache_mode, enable_sort) and no settings riding in a global search's
-# query: side by side at 10k items they saved -10% to +5% of a search (docs/architecture.md,
-# "Performance special cases"); nor is the iterative scan turned off for broad prefixes (+2%, +7%).
+# An unfiltered ANN search (``Shape.NEAREST``: the prefix is too large to scan, by the sizes and the
+# calibration) is kept on the index: with sorts allowed, the planner reads a prefix holding most of
+# the table (a global search under a root label) as a scan and sort of every vector, exact and
+# blind to the breadth, which the calibration measured slower than the index (docs/benchmarks.md,
+# "Cold start": 2.2x the searches per second at 10k text vectors with it). The plan it leaves is
+# the index's whatever the parameters, so one generic plan is kept (no planning per call).
+_STEER_TO_INDEX = (
+    ", set_config('enable_sort', 'off', true), "
+    "set_config('plan_cache_mode', 'force_generic_plan', true)"
+)
+
+
+# No other planner steering (plan_cache_mode for filtered searches) and no settings riding in a
+# global search's query: side by side at 10k items they saved -10% to +5% of a search
+# (docs/architecture.md, "Performance special cases"); nor is the iterative scan turned off for
+# broad prefixes (+2%, +7%).
 def _ann_settings(spec: IndexSpec, ef: int, rows: int) -> Sql:
     """The ANN index's search settings (for recall, not speed): its breadth, at least the ``rows``
     wanted, and its iterative scan, which keeps going past the breadth until enough rows passed

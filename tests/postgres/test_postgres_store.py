@@ -429,6 +429,31 @@ def test_ann_search_sets_its_breadth_for_its_own_round_only(dsn: str) -> None:
         conn.execute("RESET ALL")
 
 
+def test_ann_search_under_a_prefix_holding_the_table_stays_on_the_index(dsn: str) -> None:
+    """An unfiltered ANN search whose prefix holds every vector (a global search under a root
+    label) reads the HNSW index at its breadth, even where the planner rates a scan and sort of every
+    vector cheaper (here: distances made free)."""
+    index = {**hash_index(fields=["text"]), "ann_index_config": ANN_ALWAYS}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch([PutOp(("root", str(i % 5)), f"k{i}", {"text": f"n {i}"}) for i in range(500)])
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection) and store.index_spec is not None
+        conn.execute("ANALYZE")
+        conn.execute("SET cpu_operator_cost = 0")
+        qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
+        op = SearchOp(("root",), None, 10, 0, "q")
+        settings, st = _vector_search(
+            store.tables, store.index_spec, op, (), qvec, Shape.NEAREST, 40
+        )
+        explain = Statement("EXPLAIN " + st.sql, st.params)
+        with Session(Connections(conn)) as execute:
+            _, plan = execute(Round([settings, explain]))
+        text = "\n".join(r[0] for r in plan)
+        assert "hnsw_idx" in text and "Sort" not in text, text
+        conn.execute("RESET ALL")
+
+
 @pytest.mark.parametrize("exact_below", [0, 1000])
 def test_vector_search_fills_pages_on_both_paths(dsn: str, exact_below: int) -> None:
     """The ANN path (exact_below=0) and the exact scan give the same complete, ordered pages,
