@@ -133,6 +133,8 @@ class Sizes(NamedTuple):
     ef: int = 100
     #: The namespace prefixes to scan exactly.
     narrow: Set[str] = frozenset()
+    #: The namespace prefixes holding half of the vectors or more, counted below the cap (global).
+    broad: Set[str] = frozenset()
 
 
 def search_sizes(
@@ -145,7 +147,8 @@ def search_sizes(
     """HNSW search breadth (explicit ``ef_search``, else the calibrated one, else by the table's
     size); the namespace prefixes of this batch's vector searches to scan exactly (holding at most
     ``exact_below`` vectors, or as many as calibration found a scan cheaper for, or all when it chose
-    exact search: narrow). ``queries`` (the batch's query vectors) go to the calibrator."""
+    exact search: narrow), and those holding at least half of the table (broad). ``queries``
+    (the batch's query vectors) go to the calibrator."""
     exact_below = int(spec.ann.get("exact_below", EXACT_BELOW))
     prefixes = {
         nsp.join(op.namespace_prefix): op.namespace_prefix for _, op, _ in searches if op.query
@@ -171,7 +174,8 @@ def search_sizes(
         # Capped: a prefix counted at the cap is only known to be large, never narrow.
         exact_below = min(calibrator.exact_up_to(exact_below, "exact_below" in spec.ann), cap - 1)
     narrow = {p for p, n in sizes.items() if n <= exact_below or exact}
-    return Sizes(ef, narrow)
+    broad = {p for p, n in sizes.items() if 2 * n >= total and (n < cap or not p)}
+    return Sizes(ef, narrow, broad)
 
 
 def _recount(
@@ -207,6 +211,8 @@ class Shape(Enum):
     SCAN = "scan"
     #: The ANN index's nearest vectors under the prefix, then their live items.
     NEAREST = "nearest"
+    #: As ``NEAREST`` under a prefix holding half of the vectors or more: no iterative scan (1.11x).
+    BROAD = "broad"
     #: The ANN index's nearest vectors whose items are live, under the prefix and pass the filters.
     FILTERED = "filtered"
 
@@ -220,7 +226,8 @@ def choose_shape(
         return Shape.EXACT
     if scan:
         return Shape.SCAN
-    return Shape.FILTERED if conditions else Shape.NEAREST
+    broad = nsp.join(op.namespace_prefix) in sizes.broad
+    return Shape.FILTERED if conditions else Shape.BROAD if broad else Shape.NEAREST
 
 
 def vector_search(
@@ -240,16 +247,17 @@ def vector_search(
     rows = vector_rows(spec, op)
     if shape is Shape.EXACT:
         page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
-        order = "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key"
         items = compose("SELECT", _ITEMS, "min(", dist, ") AS d", _joined(t, spec, op, conditions))
-        return [compose(items, order, page).statement()]
+        return [compose(items, "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key", page).statement()]
     if shape is Shape.SCAN:
         # "+ 0": an expression the ANN index cannot serve, so the plan is a scan of the prefix's
         # range, and one that a prepared statement can keep (generic) without planning per call.
         # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
         where = Sql(*ns_condition("v.ns", op.namespace_prefix))
         return [_nearest_items(t, spec, dist, where, compose(dist, "+ 0, v.ns, v.key"), rows)]
-    settings = compose("SELECT", _ann_settings(spec, ef, rows)).statement()
+    steer = "" if shape is Shape.FILTERED else _STEER_TO_INDEX
+    iterative = "off" if shape is Shape.BROAD else "relaxed_order"
+    settings = compose("SELECT", _ann_settings(spec, ef, rows, iterative), steer).statement()
     if shape is Shape.FILTERED:
         items = compose("SELECT", _ITEMS, dist, "AS d", _joined(t, spec, op, conditions))
         return [settings, compose(items, "ORDER BY", dist, Sql("LIMIT %s", [rows])).statement()]
@@ -264,13 +272,18 @@ def vector_search(
 _ITEMS = f"{ITEM_COLUMNS.format(a='s')},"
 
 
-# No planner steering (plan_cache_mode, enable_sort) and no settings riding in a global search's
-# query: side by side at 10k items they saved -10% to +5% of a search (docs/architecture.md,
-# "Performance special cases"); nor is the iterative scan turned off for broad prefixes (+2%, +7%).
-def _ann_settings(spec: IndexSpec, ef: int, rows: int) -> Sql:
-    """The ANN index's search settings (for recall, not speed): its breadth, at least the ``rows``
-    wanted, and its iterative scan, which keeps going past the breadth until enough rows passed
-    the conditions (a short pool still falls back to the exact query)."""
+# An unfiltered ANN search is kept on the index, in one generic plan: with sorts allowed, a global
+# search under a root label was planned as a scan and sort of every vector, 1.45x slower
+# (docs/benchmarks.md, "Cold start"; no other planner steering pays, docs/architecture.md).
+_STEER_TO_INDEX = (
+    ", set_config('enable_sort', 'off', true), "
+    "set_config('plan_cache_mode', 'force_generic_plan', true)"
+)
+
+
+def _ann_settings(spec: IndexSpec, ef: int, rows: int, iterative: str) -> Sql:
+    """The ANN index's search settings: its breadth (at least the ``rows`` wanted) and its
+    ``iterative`` scan mode (``relaxed_order``: past the breadth until enough rows passed)."""
     if spec.kind == "ivfflat":
         setting, width = "ivfflat", int(spec.ann.get("probes", 10))
         breadth = "ivfflat.probes"
@@ -279,7 +292,7 @@ def _ann_settings(spec: IndexSpec, ef: int, rows: int) -> Sql:
         breadth = "hnsw.ef_search"
     return Sql(
         f"set_config('{breadth}', %s, true), "
-        f"set_config('{setting}.iterative_scan', 'relaxed_order', true)",
+        f"set_config('{setting}.iterative_scan', '{iterative}', true)",
         [str(width)],
     )
 

@@ -317,8 +317,8 @@ def test_small_prefixes_are_searched_exactly_and_large_ones_through_the_index(ds
 
 
 def test_large_and_small_prefixes_fill_their_pages(dsn: str) -> None:
-    """A prefix holding most of the vectors and a smaller one above ``exact_below`` are searched
-    with pgvector's iterative scan; both return full pages of the true nearest items, also when the
+    """A prefix holding most of the vectors (without pgvector's iterative scan) and a smaller one
+    above ``exact_below`` (with it) both return full pages of the true nearest items, also when the
     page runs past ``ef``."""
     dims = 32
     emb = HashEmbeddings(dims)
@@ -352,7 +352,8 @@ def test_large_and_small_prefixes_fill_their_pages(dsn: str) -> None:
                 "SELECT statement FROM pg_prepared_statements WHERE statement LIKE '%hnsw.ef_search%'"
             )
         ]
-        assert settings and all("'hnsw.iterative_scan', 'relaxed_order'" in s for s in settings)
+        modes = {m for s in settings for m in ("relaxed_order", "off") if f"_scan', '{m}'" in s}
+        assert modes == {"relaxed_order", "off"} and all("enable_sort" in s for s in settings)
 
 
 # Every search through the HNSW index on the size schedule. With a recall target the first search
@@ -426,6 +427,31 @@ def test_ann_search_sets_its_breadth_for_its_own_round_only(dsn: str) -> None:
             _, seen = execute(Round([settings, breadth]))
         assert seen == [("100",)]
         assert conn.execute("SHOW hnsw.ef_search").fetchone() == ("1",)
+        conn.execute("RESET ALL")
+
+
+def test_ann_search_under_a_prefix_holding_the_table_stays_on_the_index(dsn: str) -> None:
+    """An unfiltered ANN search whose prefix holds every vector (a global search under a root
+    label) reads the HNSW index at its breadth, even where the planner rates a scan and sort of every
+    vector cheaper (here: distances made free)."""
+    index = {**hash_index(fields=["text"]), "ann_index_config": ANN_ALWAYS}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch([PutOp(("root", str(i % 5)), f"k{i}", {"text": f"n {i}"}) for i in range(500)])
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection) and store.index_spec is not None
+        conn.execute("ANALYZE")
+        conn.execute("SET cpu_operator_cost = 0")
+        qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
+        op = SearchOp(("root",), None, 10, 0, "q")
+        settings, st = _vector_search(
+            store.tables, store.index_spec, op, (), qvec, Shape.NEAREST, 40
+        )
+        explain = Statement("EXPLAIN " + st.sql, st.params)
+        with Session(Connections(conn)) as execute:
+            _, plan = execute(Round([settings, explain]))
+        text = "\n".join(r[0] for r in plan)
+        assert "hnsw_idx" in text and "Sort" not in text, text
         conn.execute("RESET ALL")
 
 

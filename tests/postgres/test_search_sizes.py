@@ -61,7 +61,13 @@ def test_a_prefix_counted_at_the_cap_is_never_scanned_exactly() -> None:
     cal = calibrator()
     cal.measurement = measured(300_000)
     assert cal.exact_up_to(1000, explicit=False) > CAP
-    _, narrow = sizes(SearchStats(calibration=cal), 300_000, 200_000)
-    assert narrow == set()
-    _, narrow = sizes(SearchStats(calibration=cal), 300_000, 50_000)
-    assert narrow == {"a"}
+    assert sizes(SearchStats(calibration=cal), 300_000, 200_000).narrow == set()
+    assert sizes(SearchStats(calibration=cal), 300_000, 50_000).narrow == {"a"}
+
+
+def test_a_prefix_holding_half_of_the_vectors_is_broad() -> None:
+    """Half of the vectors or more under the prefix: broad (searched without an iterative scan);
+    a prefix counted at the cap is only known to be large, never broad."""
+    assert sizes(SearchStats(), 10_000, 5_000).broad == {"a"}
+    assert sizes(SearchStats(), 10_000, 4_999).broad == set()
+    assert sizes(SearchStats(), 300_000, 200_000).broad == set()
