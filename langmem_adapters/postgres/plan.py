@@ -34,13 +34,13 @@ from langmem_adapters.postgres.lexical import (
     terms_refresh,
     vector_op,
 )
+from langmem_adapters.postgres.namespaces import list_statement
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.search import (
     Shape,
     Sizes,
     choose_shape,
     get_statement,
-    list_statement,
     plain_search,
     pool_candidates,
     search_sizes,

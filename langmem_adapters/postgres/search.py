@@ -1,16 +1,14 @@
 """The read statements of the Postgres stores: gets, plain and vector searches (with the table
-sizes that choose between an exact scan and the ANN index, and the pooling of ANN candidates), and
-``list_namespaces``.
+sizes that choose between an exact scan and the ANN index, and the pooling of ANN candidates).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from enum import Enum
-from itertools import takewhile
 from typing import Any, NamedTuple
 
-from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
+from langgraph.store.base import GetOp, SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.calibration import Cold
@@ -43,7 +41,6 @@ __all__ = [
     "Sizes",
     "choose_shape",
     "get_statement",
-    "list_statement",
     "plain_search",
     "pool_candidates",
     "search_sizes",
@@ -366,38 +363,4 @@ def unscored_search(
         f"SELECT {ITEM_COLUMNS.format(a='s')} FROM {t.store} s WHERE {where} AND NOT {has} "
         f"ORDER BY s.updated_at DESC, s.ns, s.key LIMIT %s OFFSET {skip}",
         [*ns_params, *f_params, room, *skip_params],
-    )
-
-
-def list_statement(t: Tables, op: ListNamespacesOp) -> Statement:
-    """``list_namespaces``: registered namespaces matching the conditions that hold a live item."""
-    conds = ["TRUE"]
-    params: list[Any] = []
-    for cond in op.match_conditions or ():
-        path = tuple(cond.path)
-        conds.append(f"n.depth >= {len(path)}")
-        if cond.match_type == "prefix":
-            lead = tuple(takewhile(lambda label: label != "*", path))
-            sql, p = ns_condition("n.ns", lead)
-            conds.append(sql)
-            params += p
-            for i, label in enumerate(path[len(lead) :], start=len(lead) + 1):
-                if label != "*":
-                    conds.append(f"n.labels[{i}] = %s")
-                    params.append(label)
-        else:
-            for i, label in enumerate(path):
-                if label != "*":
-                    conds.append(f"n.labels[n.depth - {len(path) - 1 - i}] = %s")
-                    params.append(label)
-    cols = "n.labels" if op.max_depth is None else f"n.labels[1:{int(op.max_depth)}]"
-    return Statement(
-        # One primary-key probe per candidate namespace for its first live item (LATERAL, in key
-        # order, LIMIT 1), never a scan of the items table.
-        f"SELECT DISTINCT {cols} AS labels FROM {t.namespaces} n "
-        f"CROSS JOIN LATERAL (SELECT 1 FROM {t.store} s WHERE s.ns = n.ns AND {LIVE.format(a='s')} "
-        f"ORDER BY s.ns, s.key LIMIT 1) live "
-        f"WHERE {' AND '.join(conds)} "
-        f"ORDER BY labels LIMIT %s OFFSET %s",
-        [*params, op.limit, op.offset],
     )

@@ -16,9 +16,9 @@ from langmem_adapters import HashEmbeddings
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
 from langmem_adapters.postgres.connection import Connections, Session
+from langmem_adapters.postgres.namespaces import list_statement as _list_statement
 from langmem_adapters.postgres.schema import SCHEMA_VERSION, Tables
 from langmem_adapters.postgres.search import Shape
-from langmem_adapters.postgres.search import list_statement as _list_statement
 from langmem_adapters.postgres.search import vector_search as _vector_search
 from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
