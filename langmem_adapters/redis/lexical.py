@@ -101,7 +101,7 @@ class Lexical:
         (the script counts the rest)."""
         self.keys, self.op, self.conds, self.stats = keys, op, conds, stats
         self.terms = query_terms(op.query)
-        self.parts, self.exact = vector.parts, vector.exact
+        self.parts, self.exact = vector.where, vector.exact
         self.hybrid, self.want = hybrid, hybrid.candidates(op.offset, op.limit)
 
     def call(self, window: int) -> Call | None:

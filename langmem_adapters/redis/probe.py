@@ -16,9 +16,9 @@ from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import ServerRefusedError
 from langmem_adapters.redis.layout import Keys, text, vector_dtype
-from langmem_adapters.redis.schema import EXACT_TWIN
+from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import ADHOC, EVERY, has_twin, total_results
+from langmem_adapters.redis.search import ADHOC, EVERY, total_results
 
 __all__ = ["RedisProbe"]
 
@@ -93,7 +93,7 @@ class RedisProbe:
                 Call(("FT.SEARCH", self.index, "*", "LIMIT", 0, 0, "DIALECT", 2)),
             ]
         )
-        self.twin = has_twin(info)
+        self.twin = has_attribute(info, EXACT_TWIN)
         return total_results(reply)
 
     def sample(self, n: int) -> Steps:

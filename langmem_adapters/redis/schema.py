@@ -11,7 +11,16 @@ from langmem_adapters.errors import InvalidArgumentError, UnsupportedServerError
 from langmem_adapters.redis.layout import Keys, Mode, text, vector_dtype
 from langmem_adapters.redis.scripts import Call, Round
 
-__all__ = ["EXACT_TWIN", "MODES", "check_mode", "index_command", "setup_plan"]
+__all__ = [
+    "EXACT_TWIN",
+    "MODES",
+    "check_mode",
+    "has_attribute",
+    "index_command",
+    "info_field",
+    "num_docs",
+    "setup_plan",
+]
 
 MODES = ("auto", "query_engine", "plain")
 
@@ -136,3 +145,23 @@ def index_command(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tu
     words = ("STOPWORDS", 0) if spec is None else ()
     head = ("FT.CREATE", keys.index(spec), "ON", on, "PREFIX", 1, prefix, *scan, *words)
     return (*head, "SCHEMA", *schema)
+
+
+def info_field(info: Any, name: str) -> Any:
+    """A field of an ``FT.INFO`` reply (a map under RESP3, a flat field/value list under RESP2)."""
+    if not isinstance(info, dict):
+        info = dict(zip(info[::2], info[1::2]))
+    return info.get(name, info.get(name.encode()))
+
+
+def num_docs(info: Any) -> int:
+    """``num_docs`` of an ``FT.INFO`` reply."""
+    return int(float(text(info_field(info, "num_docs") or 0)))
+
+
+def has_attribute(info: Any, name: str) -> bool:
+    """Whether an ``FT.INFO`` reply lists the attribute ``name`` (the indexed timestamp ``o``, the
+    exact twin :data:`EXACT_TWIN`): indexes made before either was added lack it."""
+    return any(
+        text(info_field(a, "attribute")) == name for a in info_field(info, "attributes") or []
+    )

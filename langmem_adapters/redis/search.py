@@ -17,7 +17,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import Distance, IndexSpec, explicit_breadth, search_breadth
 from langmem_adapters.redis.layout import Keys, text, under, vector_dtype
 from langmem_adapters.redis.records import Record
-from langmem_adapters.redis.schema import EXACT_TWIN
+from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute, info_field, num_docs
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.tokens import path_token, pushdown
@@ -33,7 +33,6 @@ __all__ = [
     "Knn",
     "Page",
     "Searcher",
-    "has_twin",
     "knn_settings",
     "read_items_info",
     "shortcuts",
@@ -141,6 +140,9 @@ class Searcher:
     #: query to the last updated_at of its last window so read (see :func:`shortcuts`).
     edges: dict[str, int] | None = None
     field: str = "e"  #: The vector field searched: ``e``, or the exact twin (``EXACT_TWIN``).
+    #: The prefix and pushed-down clauses, whichever way the KNN scans (the lexical side's head,
+    #: so its scores do not depend on the vector side's path).
+    where: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -159,6 +161,7 @@ class Searcher:
         pushed = [pushdown(c) for c in conds]
         parts = [f"@p:{{{token}}}"] if prefix else []
         parts += [c for c in pushed if c]
+        where = tuple(parts)
         policy, field, checked = "", "e", False
         if qvec is not None and token in knn.exact and knn.twin:
             # Exactly, by the FLAT twin's scan; a prefix holding the whole index is checked on the
@@ -177,7 +180,10 @@ class Searcher:
             # the prefix: docs/architecture.md).
             policy = " HYBRID_POLICY BATCHES"
         exact = all(c is not None for c in pushed) and not checked
-        return cls(keys, spec, op, conds, qvec, knn.ef, tuple(parts), exact, policy, edges, field)
+        knn_parts = tuple(parts)
+        return cls(
+            keys, spec, op, conds, qvec, knn.ef, knn_parts, exact, policy, edges, field, where
+        )
 
     @property
     def need(self) -> int:
@@ -307,23 +313,6 @@ def total_results(reply: Any) -> int:
     return int(reply[0])
 
 
-def _info(info: Any, name: str) -> Any:
-    """A field of an FT.INFO reply (a map under RESP3, a flat field/value list under RESP2)."""
-    if not isinstance(info, dict):
-        info = dict(zip(info[::2], info[1::2]))
-    return info.get(name, info.get(name.encode()))
-
-
-def _num_docs(info: Any) -> int:
-    """``num_docs`` of an FT.INFO reply."""
-    return int(float(text(_info(info, "num_docs") or 0)))
-
-
-def has_twin(info: Any) -> bool:
-    """Whether an ``FT.INFO`` reply of a vector index lists its exact twin (``redis/schema.py``)."""
-    return any(text(_info(a, "attribute")) == EXACT_TWIN for a in _info(info, "attributes") or [])
-
-
 def shortcuts(keys: Keys, stats: RedisStats | None) -> tuple[list[Call], dict[str, int] | None]:
     """The edges of the last windows (``stats.sort_edges``, for :attr:`Searcher.edges`) when this
     batch's newest-first searches try the search script's shortcuts: when the items index held at
@@ -343,10 +332,9 @@ def read_items_info(stats: RedisStats, info: Any) -> None:
     and has the indexed timestamp ``o``: while an index scans its documents (after ``FT.ALTER``
     added ``o`` to an index made before it), ``o`` is missing from the documents not yet scanned,
     which the optimizer and its check would both miss."""
-    has_o = any(text(_info(a, "attribute")) == "o" for a in _info(info, "attributes") or [])
-    built = float(text(_info(info, "percent_indexed") or 0)) >= 1
-    built = built and not int(float(text(_info(info, "indexing") or 0)))
-    stats.items.update(_num_docs(info) if has_o and built else 0)
+    built = float(text(info_field(info, "percent_indexed") or 0)) >= 1
+    built = built and not int(float(text(info_field(info, "indexing") or 0)))
+    stats.items.update(num_docs(info) if has_attribute(info, "o") and built else 0)
 
 
 def knn_settings(
@@ -377,8 +365,8 @@ def knn_settings(
     if calls:
         replies = yield Round(calls)
         if len(replies) > len(stale):
-            stats.index.update(_num_docs(replies[0]))
-            stats.twin = has_twin(replies[0])
+            stats.index.update(num_docs(replies[0]))
+            stats.twin = has_attribute(replies[0], EXACT_TWIN)
         for t, reply in zip(stale, replies[len(replies) - len(stale) :]):
             stats.prefix(t).update(total_results(reply))
     total = stats.index.count or 0

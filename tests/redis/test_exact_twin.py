@@ -18,7 +18,7 @@ from langmem_adapters.core.drive import drive
 from langmem_adapters.errors import ServerRefusedError
 from langmem_adapters.redis import RedisStore
 from langmem_adapters.redis.probe import RedisProbe
-from langmem_adapters.redis.search import has_twin
+from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute
 from tests import servers
 from tests.calibration_data import DATA, DIMS, QUERIES, TableEmbeddings
 from tests.waiting import wait_until
@@ -62,7 +62,9 @@ def test_exact_searches_read_the_twin_and_match_numpy(client: redis.Redis) -> No
     store = _store(client, f"twin{uuid.uuid4().hex[:8]}")
     _load(store)
     assert store.index_spec is not None
-    assert has_twin(client.execute_command("FT.INFO", store.keys.index(store.index_spec)))
+    assert has_attribute(
+        client.execute_command("FT.INFO", store.keys.index(store.index_spec)), EXACT_TWIN
+    )
     every, u1 = np.arange(N), np.arange(1, N, 4)
     for q in range(5):
         assert _keys(store, ("docs",), q) == _exact(q, every)  # the prefix holding the index
@@ -104,7 +106,7 @@ def test_an_index_made_without_the_twin_searches_exactly(client: redis.Redis) ->
 
     wait_until(built, what="the index without a twin scanned the documents")
     store = _store(client, prefix)  # a new instance over the index made before
-    assert not has_twin(client.execute_command("FT.INFO", name))
+    assert not has_attribute(client.execute_command("FT.INFO", name), EXACT_TWIN)
     for q in range(3):
         assert _keys(store, ("docs",), q) == _exact(q, np.arange(N))
         assert _keys(store, ("docs", "u2"), q) == _exact(q, np.arange(2, N, 4))
