@@ -80,6 +80,12 @@ def test_an_unreachable_redis_is_named() -> None:
     assert isinstance(err.value.__cause__, redis.ConnectionError)
 
 
+def read_page_of(reader: OfficialRedisReader, key: str) -> None:
+    """Read the one-record page that holds ``key`` (resuming after the key listed before it)."""
+    at = reader.keys.index(key)
+    next(reader.pages([reader.keys[at - 1]] if at else None, page_size=1))
+
+
 def test_a_document_without_the_official_fields_is_named() -> None:
     client = redis.Redis.from_url(servers.redis_url(modules=True))
     key = f"store:{uuid.uuid4().hex}"  # listed by the reader: the official stores' key pattern
@@ -87,9 +93,8 @@ def test_a_document_without_the_official_fields_is_named() -> None:
         client.execute_command("JSON.SET", key, "$", json.dumps({"key": "k", "value": {}}))
         reader = OfficialRedisReader(client, name="the old redis")
         assert key in reader.keys
-        after = reader.keys[reader.keys.index(key) - 1] if reader.keys.index(key) else None
         with pytest.raises(InvalidRecordError, match=f"{key} in the old redis is not an official"):
-            next(reader.pages([after] if after else None, page_size=1))
+            read_page_of(reader, key)
     finally:
         client.delete(key)
         client.close()
@@ -101,9 +106,8 @@ def test_documents_on_a_server_without_json_are_refused() -> None:
     try:
         client.hset(key, "prefix", "p")
         reader = OfficialRedisReader(client, name="the plain redis")
-        after = reader.keys[reader.keys.index(key) - 1] if reader.keys.index(key) else None
         with pytest.raises(ServerRefusedError, match=f"cannot read {key} from the plain redis"):
-            next(reader.pages([after] if after else None, page_size=1))
+            read_page_of(reader, key)
     finally:
         client.delete(key)
         client.close()
