@@ -220,8 +220,8 @@ class Searcher:
         if self.qvec is not None and self.spec is not None:
             vector = np.asarray(self.qvec, vector_dtype(self.spec)[1]).tobytes()
             ret, params = ["RETURN", 1, "d"], ["PARAMS", 2, "B", vector]
-        # A KNN page whose conditions the server answered needs only its own rows (and ties): 1.10x
-        # on a one-namespace KNN search at 10k items, 1.05x global (docs/architecture.md).
+        # A KNN page whose conditions the server answered needs only its own rows (and ties): 1.12-
+        # 1.16x wall on a one-namespace KNN search at 10k items, 1.07-1.09x global (architecture.md).
         load = self.need if self.exact and params else 0
         shortcut, guess = 0, ""
         if not params and self.edges is not None and window <= SORT_UP_TO:

@@ -17,7 +17,7 @@ reconnects on the next call. Any other error of redis-py (an error reply such as
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import redis
@@ -40,7 +40,7 @@ from langmem_adapters.redis.options import (
     one_prefix,
 )
 from langmem_adapters.redis.scripts import Round
-from langmem_adapters.redis.sessions import AsyncSession, Session
+from langmem_adapters.redis.sessions import AsyncSession, session
 from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.urls import (
     aclose_client,
@@ -114,7 +114,6 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
         check_cluster_mode(cluster_mode, self.cluster)
         self._wire = Wire(client, self.cluster, wait)
         self._execute: Callable[[Round], list[Any]] = self._wire.execute
-        self._sessions = Session(self)
 
     @classmethod
     @contextmanager
@@ -138,10 +137,10 @@ class RedisStore(RedisBackend, SyncStore[RedisStats]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _session(self) -> Session:
+    def _session(self) -> AbstractContextManager[Callable[[Round], list[Any]]]:
         """The context of one plan run: yields ``_execute``; a lost connection raises
         ``StoreConnectionError``."""
-        return self._sessions
+        return session(self)
 
     def close(self) -> None:
         """Stop the background work (sweeper, calibration), give back the kept connection, close

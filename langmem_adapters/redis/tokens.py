@@ -31,13 +31,14 @@ _INT = re.compile(r"-?[0-9]+")
 _JSON = json.JSONEncoder(ensure_ascii=False)
 
 
+# Cached: every put writes its namespace's JSON in the item's meta; a batch of 100 puts costs
+# 1.13-1.17x the client CPU without the cache (docs/architecture.md).
 @lru_cache(maxsize=8192)
 def path_json(path: tuple[str, ...]) -> str:
     """A path (or namespace) as JSON text, as tokens and item metas hold it (cached)."""
     return _JSON.encode(list(path))
 
 
-@lru_cache(maxsize=8192)
 def _path_hash(kind: str, path: tuple[str, ...]) -> hashlib.blake2b:
     """blake2b after ``kind`` and the path's JSON: the tokens of one path continue a copy of it."""
     return hashlib.blake2b(
@@ -52,9 +53,8 @@ def token(kind: str, path: Sequence[str], value: Any = None) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=8192)
 def path_token(kind: str, path: tuple[str, ...]) -> str:
-    """``token`` of a value-free kind (``x`` for a path, ``n`` for a namespace prefix), cached."""
+    """``token`` of a value-free kind (``x`` for a path, ``n`` for a namespace prefix)."""
     return token(kind, path)
 
 
@@ -92,7 +92,7 @@ def _canon(v: Any) -> Any:
 
 
 class _PathTokens:
-    """One value path's ``x`` token, its children, and its cached ``e`` tokens of strings and numbers
+    """A node of the value-token cache (:class:`_TokenCache`): one value path's ``x`` token, its children, and its cached ``e`` tokens of strings and numbers
     (one dict per type: ``True == 1`` in Python, but their tokens differ)."""
 
     __slots__ = ("children", "equals", "exists", "path", "values")
@@ -126,7 +126,9 @@ class _PathTokens:
 
 
 class _TokenCache:
-    """The tree of cached path tokens, dropped whole when it holds 16384 entries (paths and values)."""
+    """The tree of cached path tokens, dropped whole when it holds 16384 entries (paths and values).
+    Without it a batch of 100 puts costs 1.38-1.41x the client CPU (bench items), 1.18x with
+    langmem's nested values, 1.13x with a vector index; a single put 1.08-1.12x (architecture.md)."""
 
     root = _PathTokens(())
     entries = 0
@@ -158,13 +160,14 @@ def value_tokens(value: Mapping[str, Any], node: _PathTokens | None = None) -> l
     return out
 
 
+# Cached: every put writes them (``namespace_tags``, and the vector document's ``p``); without this
+# cache and the path tokens' (the one before it), a batch of 100 puts costs 1.34-1.35x the client CPU.
 @lru_cache(maxsize=8192)
 def namespace_tokens(namespace: tuple[str, ...]) -> tuple[str, ...]:
     """The ``n`` tokens of a namespace and each of its prefixes (what a prefix search matches)."""
     return tuple(path_token("n", namespace[:i]) for i in range(1, len(namespace) + 1))
 
 
-@lru_cache(maxsize=8192)
 def namespace_tags(namespace: tuple[str, ...]) -> str:
     """The ``p`` field of the namespace's items: its tokens, joined."""
     return ",".join(namespace_tokens(namespace))
