@@ -16,11 +16,14 @@ import redis
 from langgraph.store.base import BaseStore, PutOp, SearchOp
 from redis.cluster import ClusterNode, RedisCluster
 
+from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core import refresh
 from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
+from langmem_adapters.redis.layout import Keys
+from langmem_adapters.redis.lexical import Hit, _hit
 from tests import servers
 from tests.redis.observe import round_trips, server_calls
 from tests.stores import AsyncStoreFactory, StoreFactory
@@ -171,6 +174,28 @@ def test_fused_order_is_fuse_of_both_sides(backend: str, make_store: StoreFactor
         got = hybrid.search((), query=query, offset=offset, limit=limit)
         assert _keys(got) == [k for k, _ in expected]
         assert [r.score for r in got] == pytest.approx([s for _, s in expected])
+
+
+@pytest.mark.parametrize("backend", MODES)
+@pytest.mark.parametrize("offset", [0, 4])
+def test_lexical_ties_across_the_page_end(
+    backend: str, offset: int, make_store: StoreFactory
+) -> None:
+    """Every item scores the same for the query's word: which of them reach the page is decided by
+    (namespace, key), not by the server's order (written in reverse key order here), so a lexical
+    side that reads only the items up to the page's end (Query Engine) must read all those tied
+    with the last of them, under a namespace prefix and globally. (18 items: the server's window,
+    ``candidates``, holds them all, whichever of the tied items it would cut.)"""
+    texts = {f"k{i:02d}": f"zeta f{i:02d}" for i in range(18)}
+    store = make_store(index=_index(vector_weight=0, rare_share=1.0))
+    for key in sorted(texts, reverse=True):
+        store.put(("c",), key, {"text": texts[key]})
+    lexical = _lexical_ranking(backend, store, "zeta", texts)
+    assert len(lexical) == 18 and len({s for _, s in lexical}) == 1  # all tied
+    store.put(("d",), "other", {"text": "eta f99"})  # ("c",) is not the whole index
+    for prefix in ((), ("c",)):
+        got = store.search(prefix, query="zeta", offset=offset, limit=3)
+        assert _keys(got) == sorted(texts)[offset : offset + 3]
 
 
 @pytest.mark.parametrize("backend", ["redis-qe"])
@@ -331,7 +356,9 @@ def test_index_made_before_hybrid_gets_the_field(qe_client: redis.Redis) -> None
 
 
 def _scored(store: BaseStore, namespace: tuple[str, ...], query: str) -> list[tuple[str, float]]:
-    return [(r.key, round(r.score or 0.0, 9)) for r in store.search(namespace, query=query, limit=10)]
+    return [
+        (r.key, round(r.score or 0.0, 9)) for r in store.search(namespace, query=query, limit=10)
+    ]
 
 
 def test_hybrid_on_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -497,3 +524,17 @@ async def test_several_hybrid_searches_in_one_batch_async(
     batched = _pages(await store.abatch(searches))
     assert _pages([(await store.abatch([op]))[0] for op in searches]) == batched
     assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key"),
+    [(("c",), "k"), (("a:b}", "ü 数据"), "x}:y:1"), (("{", "}:"), ""), (("n",) * 5, ":")],
+)
+def test_an_unread_lexical_hit_is_known_by_its_hash_key(
+    namespace: tuple[str, ...], key: str
+) -> None:
+    """A lexical hit past the page's end comes back as its hash key alone: the (namespace, key)
+    read from it are those the key was made of, whatever the labels and key hold."""
+    ns_text = nsp.join(namespace)
+    hash_key = Keys("pre_fix-1").item(ns_text, key)
+    assert _hit([hash_key, "2.5"]) == Hit((ns_text, key), 2.5, None)
