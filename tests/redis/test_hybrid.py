@@ -198,6 +198,23 @@ def test_lexical_ties_across_the_page_end(
         assert _keys(got) == sorted(texts)[offset : offset + 3]
 
 
+@pytest.mark.parametrize("backend", MODES)
+@pytest.mark.parametrize("kw", [{}, {"filter": {"kind": "fact"}}])
+def test_a_clause_every_item_matches_keeps_the_lexical_side(
+    backend: str, kw: dict[str, Any], make_store: StoreFactory
+) -> None:
+    """A prefix holding the whole index, or a filter every item passes, selects them all: the
+    lexical side still finds every item holding the word (the Query Engine returned one of 18 when
+    the doubly negated clause led the word's branch)."""
+    texts = {f"k{i:02d}": f"zeta f{i:02d}" for i in range(18)}
+    store = make_store(index=_index(vector_weight=0, rare_share=1.0))
+    for key in sorted(texts):
+        store.put(("c",), key, {"text": texts[key], "kind": "fact"})
+    got = store.search(("c",), query="zeta", limit=18, **kw)
+    assert sorted(_keys(got)) == sorted(texts)
+    assert all(r.score for r in got)  # each found by its word, not added unscored
+
+
 @pytest.mark.parametrize("backend", ["redis-qe"])
 def test_namespace_clause_does_not_reorder_the_lexical_ranking(make_store: StoreFactory) -> None:
     """Query Engine: the lexical ranking within a namespace is the text's own BM25STD order of the
