@@ -256,13 +256,15 @@ class Store(OwnErrors, Generic[S]):
         the store has no vector index)."""
         if (size := self._index_size()) is None:
             return None
-        return self._calibration.report(int(self._run(size[0], reads=size[1])))
+        plan, reads = size
+        return self._calibration.report(int(self._run(plan, reads=reads)))
 
     async def avector_stats(self) -> VectorSearchStats | None:
         """Async twin of :meth:`vector_stats`."""
         if (size := self._index_size()) is None:
             return None
-        return self._calibration.report(int(await self._drive(size[0], reads=size[1])))
+        plan, reads = size
+        return self._calibration.report(int(await self._drive(plan, reads=reads)))
 
     def _plan(self, ops: Iterable[Op], *, if_absent: bool = False) -> Steps[Any]:
         """The backend's plan for a batch (or for one atomic create, returning whether it created)."""
