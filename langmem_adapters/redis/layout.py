@@ -76,6 +76,11 @@ class Keys:
         """The item's hash."""
         return f"{self.prefix}:i:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
 
+    def item_id(self, name: str) -> tuple[str, str]:
+        """The ``(namespace text, key)`` of an item hash's name (the inverse of :meth:`item`)."""
+        length, _, rest = name[len(self.prefix) + 4 :].split("}:", 1)[1].partition(":")
+        return rest[: int(length)], rest[int(length) + 1 :]
+
     def vectors(self, ns_text: str, key: str) -> str:
         """The item's vector document (Query Engine mode; the write script derives the same name)."""
         return f"{self.prefix}:v:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"

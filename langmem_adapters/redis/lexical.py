@@ -72,16 +72,13 @@ def _key(r: Record) -> ItemKey:
     return (nsp.join(r.namespace), r.key)
 
 
-def _hit(row: list[Any]) -> Hit:
-    """A row of the lexical script's reply: ``[meta, created, score]`` (read) or ``[hash key,
-    score]`` (not read; the key is ``Keys.item``'s ``P:i:{tag}:<len(ns)>:<ns>:<key>``)."""
+def _hit(keys: Keys, row: list[Any]) -> Hit:
+    """A row of the lexical script's reply: ``[meta, created, score]`` (read) or ``[item hash's
+    name, score]`` (not read)."""
     if len(row) == 3:
         r = Record.parse(row[0], row[1])
         return Hit(_key(r), float(row[2]), r)
-    rest = row[0].split("}:", 1)[1]
-    length, _, rest = rest.partition(":")
-    n = int(length)
-    return Hit((rest[:n], rest[n + 1 :]), float(row[1]), None)
+    return Hit(keys.item_id(row[0]), float(row[1]), None)
 
 
 def sides(
@@ -183,7 +180,7 @@ class Lexical:
                 self.stats.term("").update(size)
             for w, n in zip(self.uncounted, counts):
                 self.stats.term(w).update(n)
-            hits_read = [_hit(row) for row in rows]
+            hits_read = [_hit(self.keys, row) for row in rows]
             ok = [h for h in hits_read if self.exact or (h.record and self._ok(h.record))]
             if self.exact or len(ok) >= self.want or hits <= window:
                 break
