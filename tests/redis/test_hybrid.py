@@ -553,5 +553,6 @@ def test_an_unread_lexical_hit_is_known_by_its_hash_key(
     """A lexical hit past the page's end comes back as its hash key alone: the (namespace, key)
     read from it are those the key was made of, whatever the labels and key hold."""
     ns_text = nsp.join(namespace)
-    hash_key = Keys("pre_fix-1").item(ns_text, key)
-    assert _hit([hash_key, "2.5"]) == Hit((ns_text, key), 2.5, None)
+    keys = Keys("pre_fix-1")
+    hash_key = keys.item(ns_text, key)
+    assert _hit(keys, [hash_key, "2.5"]) == Hit((ns_text, key), 2.5, None)
