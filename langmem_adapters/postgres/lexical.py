@@ -94,15 +94,14 @@ def lexical_search(
     :func:`riding` them. The floor is applied by :func:`fuse_rows`: the best item is the first row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
-    x_sql, x_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
-    v_sql, v_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
+    ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
     return Statement(
         f"WITH size AS MATERIALIZED ({_size_sql(vt)}), "
-        f"{_counted_sql(t, vt, hybrid.text_config, x_sql)}, "
+        f"{_counted_sql(t, vt, hybrid.text_config, ns_sql)}, "
         f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {_IDF} AS w, "
         "u.nss, u.keys FROM counted u, size z WHERE u.df > 0), "
-        f"{_hits_sql(vt, v_sql)} "
+        f"{_hits_sql(vt, ns_sql)} "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
@@ -119,8 +118,8 @@ def lexical_search(
             hybrid.rare_share,
             clean_query(op.query or ""),
             _stop_words(op.query or ""),
-            *x_params,
-            *v_params,
+            *ns_params,  # the prefix's condition, in the counted and the hits CTEs
+            *ns_params,
             *f_params,
         ],
     )
