@@ -50,11 +50,14 @@ for i, word in ipairs(kept) do
   params[#params + 1] = word
   branches[#branches + 1] = '(@w:$t' .. i .. sel .. ')'
 end
-local anyrare = '-(-(@w:(' .. table.concat(names, '|') .. ')))'
+-- A common word's branch: the word and, doubly negated once, a rare word within the clauses (one
+-- double negation, not one for the clauses and one for the rare words: the same items and scores,
+-- ~50 us less of the script's ~380 in a namespace on LongMemEval, replayed).
+local anyrare = '-(-(@w:(' .. table.concat(names, '|') .. ') ' .. head .. '))'
 for i, word in ipairs(common) do
   params[#params + 1] = 'c' .. i
   params[#params + 1] = word
-  branches[#branches + 1] = '(@w:$c' .. i .. sel .. ' ' .. anyrare .. ')'
+  branches[#branches + 1] = '(@w:$c' .. i .. ' ' .. anyrare .. ')'
 end
 local query = table.concat(branches, ' | ')
 -- VERBATIM: no stemming of the query's words either (the field is NOSTEM)
