@@ -439,6 +439,17 @@ def _namespaced() -> list[PutOp]:
 
 
 @pytest.mark.parametrize("backend", MODES)
+def test_a_common_word_selects_within_the_namespace_only(make_store: StoreFactory) -> None:
+    """A common word adds to the score of items holding a rare word of the query, within the
+    searched namespace only: an item of another namespace holding both words stays out (the Query
+    Engine's common-word branch requires the rare words and the clauses together)."""
+    store = make_store(index=_index(vector_weight=0))  # the page is the lexical ranking alone
+    store.batch([*_namespaced(), PutOp(("u1",), "other", {"text": "common common zq48213"})])
+    got = store.search(("u0",), query="common zq48213", limit=10)
+    assert [(r.namespace, r.key) for r in got] == [(("u0",), "id")]
+
+
+@pytest.mark.parametrize("backend", MODES)
 def test_rare_is_judged_by_the_collection(make_store: StoreFactory) -> None:
     """Whether a word is rare is judged by the whole collection, not the searched namespace: on
     both modes (plain mode counts the other namespaces' words itself), "common" is held by 101
