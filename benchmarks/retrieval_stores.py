@@ -58,8 +58,9 @@ def hybrid_option(mode: str) -> Any:
 
 def index(embed: Embeddings, mode: str, ann: dict[str, int] | None = None) -> dict[str, Any]:
     """The index of a store in ``mode``, with ``ann`` as its ``ann_index_config`` (see
-    :func:`fixed_search`)."""
-    config: dict[str, Any] = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+    :func:`fixed_search`); its dimensions the embedder's ``dims`` (:data:`DIMS` without one)."""
+    dims = getattr(embed, "dims", DIMS)
+    config: dict[str, Any] = {"dims": dims, "embed": embed, "fields": ["text"]}
     if ann:
         config["ann_index_config"] = ann
     if (option := hybrid_option(mode)) is not None:

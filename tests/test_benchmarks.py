@@ -94,3 +94,40 @@ def test_vector_benchmark_searches_the_namespace_its_items_are_put_in() -> None:
         assert all(ops[i].namespace != bv.prefix_of("ns", q) for i in outside)
     assert len(bv.candidates("global", 3, n)) == n
     assert all(op.namespace[:1] == bv.prefix_of("global", 0) for op in ops)
+
+
+# --------------------------------------------------------------------------- the second embedder
+
+
+def test_glove_text_vector_is_the_unit_mean_of_its_known_words() -> None:
+    import numpy as np
+
+    from benchmarks.glove_embeddings import DIMS, NO_WORDS, GloveVectors
+
+    rng = np.random.default_rng(2)
+    table = rng.standard_normal((3, DIMS)).astype(np.float32)
+    glove = GloveVectors(["cat", "sat", "mat"], table)
+    got = glove.embed(["The CAT sat, zorblax!", "cat", "zorblax ???", ""])
+    want = table[:2].astype(np.float64).mean(axis=0)
+    assert np.allclose(got[0], want / np.linalg.norm(want))  # lowercased, unknown words skipped
+    assert np.allclose(got[1], table[0] / np.linalg.norm(table[0]))
+    # No known word: one fixed unit vector, not zeros (a zero vector's cosine is undefined).
+    assert np.allclose(got[2], NO_WORDS) and np.allclose(got[3], NO_WORDS)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0)
+
+
+def test_exact_share_counts_the_exact_top_10_and_items_tied_with_its_last() -> None:
+    from benchmarks.bench_conversations import Baselines
+    from benchmarks.bench_retrieval import Precomputed
+    from benchmarks.longmemeval import Collection, Item, Question
+
+    # 12 items: i0..i8 at decreasing cosines, i9 and i10 tied at the 10th cosine, i11 below.
+    vecs = {f"t{n}": [1.0, 0.1 * n] for n in range(10)} | {"t10": [1.0, 0.9], "t11": [0.0, 1.0]}
+    items = [Item(f"i{n}", ("x", "a"), f"s{n}", "2023/01/01", f"t{n}") for n in range(12)]
+    q = Question("q", "kind", "query", "2023/01/02", frozenset({"s0"}), ("x", "a"))
+    base = Baselines(Collection(items, [q]), Precomputed(None, vecs | {"query": [1.0, 0.0]}))  # type: ignore[arg-type]
+    top = [f"i{n}" for n in range(10)]
+    assert base.exact_share(q, "global", top) == 1.0
+    assert base.exact_share(q, "global", [*top[:9], "i10"]) == 1.0  # tied with the 10th
+    assert base.exact_share(q, "global", [*top[:9], "i11"]) == 0.9
+    assert base.exact_share(q, "global", top[:5]) == 0.5

@@ -1,0 +1,129 @@
+"""Search latency on the conversation sets, the modes side by side (#26's "hybrid at vector speed"):
+vector-only, hybrid and the official store searched **in turns** per question.
+
+``bench_conversations.py`` times each mode over all questions one after the other, so a burst of
+load from another process lands on one mode; here every question is searched by the three stores in
+a rotating order, ``--runs`` times, and each search's best time is kept. Reported per backend and
+scope: mean (median) ms per search, hybrid over vector and vector over official (the ratios #26
+sets targets on). The stores are loaded as ``bench_conversations.py`` loads them (our vector-only
+and hybrid stores on one table or prefix, the official one on its own), and the first
+:data:`WARM` questions are searched once by every store before the timed pass (a store's
+calibration is ``bench_conversations.py``'s ``first10`` question, not this one's).
+
+Example::
+
+    python benchmarks/conversation_latency.py --data locomo --embedder glove --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from contextlib import ExitStack
+
+if __package__ in (None, ""):  # run as a script: make the repository root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from langgraph.store.base import BaseStore
+
+from benchmarks.bench_conversations import DATA, EMBEDDER_NAMES, LIMIT, SCOPES, load_store, puts
+from benchmarks.bench_retrieval import EMBEDDERS, Precomputed
+from benchmarks.longmemeval import Collection, DataUnavailable, Question
+from benchmarks.retrieval_stores import BACKENDS
+
+#: Questions searched once by every store before the timed pass.
+WARM = 50
+MODES = ("vector", "hybrid", "official")
+
+
+def prefix(q: Question, scope: str) -> tuple[str, ...]:
+    """The namespace prefix a question is searched under in ``scope``."""
+    return q.namespace[:1] if scope == "global" else q.namespace
+
+
+def best_times(
+    stores: dict[str, BaseStore], questions: Sequence[Question], scope: str, runs: int
+) -> dict[str, list[float]]:
+    """Each store's best ms per question over ``runs``, the stores taking turns in a rotating
+    order (question n starts with store n mod 3)."""
+    names = list(stores)
+    best: dict[str, list[float]] = {name: [] for name in names}
+    for n, q in enumerate(questions):
+        order = names[n % len(names) :] + names[: n % len(names)]
+        fastest = dict.fromkeys(names, float("inf"))
+        for _ in range(runs):
+            for name in order:
+                start = time.perf_counter()
+                stores[name].search(prefix(q, scope), query=q.text, limit=LIMIT)
+                fastest[name] = min(fastest[name], (time.perf_counter() - start) * 1000)
+        for name in names:
+            best[name].append(fastest[name])
+    return best
+
+
+def run_backend(backend: str, data: Collection, embed: Precomputed, runs: int) -> None:
+    """Load ``data`` into the backend's three stores and print each scope's line."""
+    resolve, open_store, settle = BACKENDS[backend]
+    server = resolve(None)
+    place = f"lat{uuid.uuid4().hex[:6]}"
+    ops = puts(data)
+    with ExitStack() as stack:
+        stores = {"hybrid": stack.enter_context(open_store(server, embed, "hybrid", place))}
+        load_store(stores["hybrid"], ops)
+        settle(server, place)
+        stores["vector"] = stack.enter_context(open_store(server, embed, "vector", place))
+        stores["official"] = stack.enter_context(open_store(server, embed, "official"))
+        load_store(stores["official"], ops)
+        stores = {name: stores[name] for name in MODES}
+        for scope in SCOPES:
+            for q in data.questions[:WARM]:
+                for store in stores.values():
+                    store.search(prefix(q, scope), query=q.text, limit=LIMIT)
+            best = best_times(stores, data.questions, scope, runs)
+            mean = {name: statistics.fmean(t) for name, t in best.items()}
+            cells = ", ".join(
+                f"{name} {mean[name]:.2f} ({statistics.median(best[name]):.2f})" for name in MODES
+            )
+            print(
+                f"| {backend} | {scope} | {cells} | {mean['hybrid'] / mean['vector']:.2f}x | "
+                f"{mean['vector'] / mean['official']:.2f}x |",
+                flush=True,
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default="longmemeval", choices=sorted(DATA))
+    p.add_argument("--embedder", default="wordllama", choices=sorted(EMBEDDER_NAMES))
+    p.add_argument("--backends", default="postgres,redis", help="postgres,redis")
+    p.add_argument("--questions", type=int, default=None, help="questions (default all)")
+    p.add_argument("--runs", type=int, default=3, help="searches per store and question")
+    args = p.parse_args(argv)
+    try:
+        data = DATA[args.data]()
+    except DataUnavailable as exc:
+        print(f"{args.data} is not available, skipping: {exc}")
+        return 0
+    if args.questions:
+        data = data.subset(args.questions)
+    texts = sorted({i.text for i in data.items} | {q.text for q in data.questions})
+    model = EMBEDDERS[args.embedder]()
+    embed = Precomputed(model, dict(zip(texts, model.embed_documents(texts), strict=True)))
+    print(
+        f"{args.data}: {len(data.items)} items, {len(data.questions)} questions, "
+        f"{EMBEDDER_NAMES[args.embedder]}, best of {args.runs}, mean (median) ms per search\n"
+    )
+    print("| backend | scope | vector, hybrid, official | hybrid / vector | vector / official |")
+    print("|---|---|---|---:|---:|")
+    for backend in filter(None, args.backends.split(",")):
+        run_backend(backend, data, embed, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
