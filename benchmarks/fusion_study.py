@@ -558,6 +558,24 @@ def information_page_normal(s: Sides) -> list[int]:
     )
 
 
+def information_page_mixed(s: Sides) -> list[int]:
+    """``information_page`` with the vector page's true ranks and the other candidates' estimated
+    from the scope's mean and deviation of cosines (at least the page's size + 1)."""
+    lex, page = lexical_page(s), {i: n for n, (i, _) in enumerate(s.vector, 1)}
+    rank = {i: page.get(i) or max(PAGE + 1.0, normal_rank(s, i)) for i in union_of(s)}
+    return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def information_tied(s: Sides) -> list[int]:
+    """``information`` giving no lexical IDF to candidates whose share of the query's IDF more
+    than a page of candidates hold exactly (tied on the same words, they cannot choose the page)."""
+    ties: dict[float, int] = defaultdict(int)
+    for c in s.coverage.values():
+        ties[c] += 1
+    lex = {i: c * s.mass for i, c in s.coverage.items() if ties[c] <= PAGE}
+    return ordered({i: math.log(s.size / s.ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
@@ -591,6 +609,8 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "information_union": information_union,
     "information_page_union": information_page_union,
     "information_page_normal": information_page_normal,
+    "information_page_mixed": information_page_mixed,
+    "information_tied": information_tied,
 }
 
 
