@@ -576,6 +576,14 @@ def information_tied(s: Sides) -> list[int]:
     return ordered({i: math.log(s.size / s.ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
 
 
+def information_page_deep(s: Sides) -> list[int]:
+    """``information_page`` knowing the ranks of a vector page as deep as the lexical side's
+    (``HybridSpec.candidates``); a candidate past it counts as ranked just after it."""
+    lex = lexical_page(s)
+    rank = {i: min(s.ranks[i], LEXICAL_DEPTH + 1) for i in union_of(s)}
+    return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
@@ -611,6 +619,7 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "information_page_normal": information_page_normal,
     "information_page_mixed": information_page_mixed,
     "information_tied": information_tied,
+    "information_page_deep": information_page_deep,
 }
 
 
