@@ -584,6 +584,19 @@ def information_page_deep(s: Sides) -> list[int]:
     return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
 
 
+def information_page_sampled(s: Sides) -> list[int]:
+    """``information_page`` with the vector page's own ranks and every other candidate's rank
+    estimated by taking the candidates off the page as a sample of the rest of the scope."""
+    lex, page = lexical_page(s), {i: n for n, (i, _) in enumerate(s.vector, 1)}
+    rest = sorted((s.cosine(i) for i in union_of(s) if i not in page), reverse=True)
+    rank = {
+        i: page.get(i)
+        or PAGE + (s.size - PAGE) * sum(1 for c in rest if c >= s.cosine(i)) / len(rest)
+        for i in union_of(s)
+    }
+    return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
@@ -620,6 +633,7 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "information_page_mixed": information_page_mixed,
     "information_tied": information_tied,
     "information_page_deep": information_page_deep,
+    "information_page_sampled": information_page_sampled,
 }
 
 
