@@ -597,6 +597,45 @@ def information_page_sampled(s: Sides) -> list[int]:
     return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
 
 
+def lexical_tied_cut(s: Sides) -> dict[int, float]:
+    """Each lexical candidate's IDF sum, except where more than a page of candidates hold exactly
+    its share, or the lexical side's cut runs through its share (its last one, when it returned
+    its full depth): tied on the same words, they cannot choose the page."""
+    ties: dict[float, int] = defaultdict(int)
+    for c in s.coverage.values():
+        ties[c] += 1
+    last = s.coverage[s.lexical[-1][0]] if len(s.lexical) >= LEXICAL_DEPTH else None
+    return {i: c * s.mass for i, c in s.coverage.items() if ties[c] <= PAGE and c != last}
+
+
+def rank_estimates(s: Sides, how: str) -> dict[int, float]:
+    """Each candidate's cosine rank in the scope: ``exact``; ``union`` (among both sides);
+    ``mixed`` (the page's own, the rest from a normal tail); ``sampled`` (the page's own, the rest
+    from their place among the candidates off the page, taken as a sample of the scope)."""
+    if how == "exact":
+        return {i: float(r) for i, r in s.ranks.items()}
+    if how == "union":
+        return {i: float(r) for i, r in union_ranks(s).items()}
+    page = {i: float(n) for n, (i, _) in enumerate(s.vector, 1)}
+    if how == "mixed":
+        return {i: page.get(i) or max(PAGE + 1.0, normal_rank(s, i)) for i in union_of(s)}
+    rest = [s.cosine(i) for i in union_of(s) if i not in page]
+    return {
+        i: page.get(i) or PAGE + (s.size - PAGE) * sum(c >= s.cosine(i) for c in rest) / len(rest)
+        for i in union_of(s)
+    }
+
+
+def tied_cut(how: str) -> Callable[[Sides], list[int]]:
+    """``information`` with :func:`lexical_tied_cut`'s IDF and ``how`` ranks."""
+
+    def design(s: Sides) -> list[int]:
+        lex, rank = lexical_tied_cut(s), rank_estimates(s, how)
+        return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+    return design
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
@@ -634,6 +673,10 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "information_tied": information_tied,
     "information_page_deep": information_page_deep,
     "information_page_sampled": information_page_sampled,
+    "information_tied_cut": tied_cut("exact"),
+    "information_tied_cut_union": tied_cut("union"),
+    "information_tied_cut_mixed": tied_cut("mixed"),
+    "information_tied_cut_sampled": tied_cut("sampled"),
 }
 
 
