@@ -636,6 +636,19 @@ def tied_cut(how: str) -> Callable[[Sides], list[int]]:
     return design
 
 
+def information_cov(lexical: Callable[[Sides], dict[int, float]]) -> Callable[[Sides], list[int]]:
+    """``information`` with ``lexical``'s IDF and the vector side's nats weighted by the share of
+    the query's IDF mass the best lexical candidate does not hold (``1 - c``)."""
+
+    def design(s: Sides) -> list[int]:
+        lex, rest = lexical(s), 1.0 - best_coverage(s)
+        return ordered(
+            {i: rest * math.log(s.size / s.ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s
+        )
+
+    return design
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
@@ -677,6 +690,8 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "information_tied_cut_union": tied_cut("union"),
     "information_tied_cut_mixed": tied_cut("mixed"),
     "information_tied_cut_sampled": tied_cut("sampled"),
+    "information_page_cov": information_cov(lexical_page),
+    "information_tied_cut_cov": information_cov(lexical_tied_cut),
 }
 
 
