@@ -193,13 +193,21 @@ def identifiers() -> Collection:
 @dataclass
 class Sides:
     """What a fusion gets for one case: the vector page and the lexical candidates (item index,
-    score; best first), each lexical candidate's share of the query's IDF mass, and the cosine of
-    any item (for designs that re-rank a candidate set)."""
+    score; best first), each lexical candidate's share of the query's IDF mass, the cosine of
+    any item (for designs that re-rank a candidate set), each candidate's rank by cosine in the
+    scope (1 + the items with a higher cosine), and the scope's size and mean and standard
+    deviation of cosines to the query (for designs with a scale-free vector unit), and the query's
+    IDF mass (``mass``: the IDF of its words, unseen ones included)."""
 
     vector: list[tuple[int, float]]
     lexical: list[tuple[int, float]]
     coverage: dict[int, float]
     cosines: dict[int, float]
+    ranks: dict[int, int]
+    mass: float
+    size: int
+    mu: float
+    sd: float
 
     def cosine(self, item: int) -> float:
         """The cosine of a candidate of either side."""
@@ -232,7 +240,21 @@ def sides(col: Collection, case: Case, lexical: str) -> Sides:
     ranked = sorted(zip(cands.tolist(), scored, strict=True), key=lambda p: (-p[1], p[0]))
     lex = [(i, s) for i, s in ranked[:LEXICAL_DEPTH] if s > 0]
     union = {i for i, _ in vector} | {i for i, _ in lex}
-    return Sides(vector, lex, {i: cover[i] for i, _ in lex}, {i: float(sims[i]) for i in union})
+    ranked_sims = np.sort(sims[pool])
+    ranks = {
+        i: int(len(pool) - np.searchsorted(ranked_sims, sims[i], side="right")) + 1 for i in union
+    }
+    return Sides(
+        vector,
+        lex,
+        {i: cover[i] for i, _ in lex},
+        {i: float(sims[i]) for i in union},
+        ranks,
+        total,
+        len(pool),
+        float(sims[pool].mean()),
+        float(sims[pool].std()),
+    )
 
 
 # --------------------------------------------------------------------------- the designs
@@ -414,6 +436,231 @@ def rrf_ties(s: Sides) -> list[int]:
     return sorted(out, key=lambda i: (-out[i], -tie.get(i, 0.0)))
 
 
+def union_of(s: Sides) -> set[int]:
+    """The candidates of either side."""
+    return {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+
+
+def information(s: Sides) -> list[int]:
+    """Both sides in nats over the union: ``ln(N / rank)`` (rank of the item's cosine in the
+    scope of N items) plus the IDF of the query words it holds (``ln(N / df)`` each, Lucene's)."""
+    return ordered(
+        {i: math.log(s.size / s.ranks[i]) + s.coverage.get(i, 0.0) * s.mass for i in union_of(s)},
+        s,
+    )
+
+
+def normal_rank(s: Sides, i: int) -> float:
+    """An item's rank in the scope estimated from its cosine's z-score over the scope (normal
+    tail), at least 1."""
+    z = (s.cosine(i) - s.mu) / max(s.sd, 1e-12)
+    return max(1.0, s.size * 0.5 * math.erfc(z / math.sqrt(2.0)))
+
+
+def information_normal(s: Sides) -> list[int]:
+    """``information`` with the rank estimated from the scope's mean and deviation of cosines."""
+    return ordered(
+        {
+            i: math.log(s.size / normal_rank(s, i)) + s.coverage.get(i, 0.0) * s.mass
+            for i in union_of(s)
+        },
+        s,
+    )
+
+
+def logrank(s: Sides) -> list[int]:
+    """Over the union: ``1 - ln(rank) / ln(N)`` (the vector side's information over its most)
+    plus the IDF share."""
+    return ordered(
+        {
+            i: 1.0 - math.log(s.ranks[i]) / math.log(s.size) + s.coverage.get(i, 0.0)
+            for i in union_of(s)
+        },
+        s,
+    )
+
+
+def anchored(s: Sides) -> list[int]:
+    """Over the union: cosine anchored at the scope's mean over the page's best,
+    ``(cos - mean) / (best - mean)``, plus the IDF share."""
+    best = s.vector[0][1] if s.vector else 1.0
+    span = max(best - s.mu, 1e-12)
+    return ordered(
+        {i: (s.cosine(i) - s.mu) / span + s.coverage.get(i, 0.0) for i in union_of(s)}, s
+    )
+
+
+def page_floor(s: Sides) -> list[int]:
+    """``absolute_union`` counting only the IDF share a candidate holds above the share of the
+    lexical side's (page + 1)-th candidate: what more than a page of candidates share cannot
+    choose the page."""
+    shares = sorted(s.coverage.values(), reverse=True)
+    floor = shares[PAGE] if len(shares) > PAGE else 0.0
+    return ordered(
+        {i: s.cosine(i) + max(0.0, s.coverage.get(i, 0.0) - floor) for i in union_of(s)}, s
+    )
+
+
+def information_squared(s: Sides) -> list[int]:
+    """``information`` with each candidate's IDF sum weighted by its share of the query's mass."""
+    return ordered(
+        {
+            i: math.log(s.size / s.ranks[i]) + s.coverage.get(i, 0.0) ** 2 * s.mass
+            for i in union_of(s)
+        },
+        s,
+    )
+
+
+def information_floor(s: Sides) -> list[int]:
+    """``information`` counting only the IDF a candidate holds above the lexical side's
+    (page + 1)-th candidate's (what more than a page of candidates share cannot choose it)."""
+    shares = sorted(s.coverage.values(), reverse=True)
+    floor = shares[PAGE] if len(shares) > PAGE else 0.0
+    return ordered(
+        {
+            i: math.log(s.size / s.ranks[i]) + max(0.0, s.coverage.get(i, 0.0) - floor) * s.mass
+            for i in union_of(s)
+        },
+        s,
+    )
+
+
+def lexical_page(s: Sides) -> dict[int, float]:
+    """Each lexical candidate's IDF (the sum over the query words it holds), counted only when it
+    holds more of the query's IDF than the lexical side's (page + 1)-th candidate: what more than
+    a page of candidates share cannot choose the page."""
+    shares = sorted(s.coverage.values(), reverse=True)
+    floor = shares[PAGE] if len(shares) > PAGE else 0.0
+    return {i: c * s.mass for i, c in s.coverage.items() if c > floor}
+
+
+def union_ranks(s: Sides) -> dict[int, int]:
+    """Each candidate's rank by cosine among the union of both sides (1 + those with a higher
+    cosine): the vector page's ranks are its true ones, the rest's an underestimate."""
+    cos = sorted((s.cosine(i) for i in union_of(s)), reverse=True)
+    return {i: 1 + sum(1 for c in cos if c > s.cosine(i)) for i in union_of(s)}
+
+
+def information_page(s: Sides) -> list[int]:
+    """``information`` with the lexical IDF of :func:`lexical_page`."""
+    lex = lexical_page(s)
+    return ordered({i: math.log(s.size / s.ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def information_union(s: Sides) -> list[int]:
+    """``information`` with ranks among the union of both sides (what a store knows)."""
+    ranks = union_ranks(s)
+    return ordered(
+        {i: -math.log(ranks[i]) + s.coverage.get(i, 0.0) * s.mass for i in union_of(s)}, s
+    )
+
+
+def information_page_union(s: Sides) -> list[int]:
+    """``information_page`` with ranks among the union of both sides (what a store knows)."""
+    ranks, lex = union_ranks(s), lexical_page(s)
+    return ordered({i: -math.log(ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def information_page_normal(s: Sides) -> list[int]:
+    """``information_page`` with ranks estimated from the scope's mean and deviation of cosines."""
+    lex = lexical_page(s)
+    return ordered(
+        {i: math.log(s.size / normal_rank(s, i)) + lex.get(i, 0.0) for i in union_of(s)}, s
+    )
+
+
+def information_page_mixed(s: Sides) -> list[int]:
+    """``information_page`` with the vector page's true ranks and the other candidates' estimated
+    from the scope's mean and deviation of cosines (at least the page's size + 1)."""
+    lex, page = lexical_page(s), {i: n for n, (i, _) in enumerate(s.vector, 1)}
+    rank = {i: page.get(i) or max(PAGE + 1.0, normal_rank(s, i)) for i in union_of(s)}
+    return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def information_tied(s: Sides) -> list[int]:
+    """``information`` giving no lexical IDF to candidates whose share of the query's IDF more
+    than a page of candidates hold exactly (tied on the same words, they cannot choose the page)."""
+    ties: dict[float, int] = defaultdict(int)
+    for c in s.coverage.values():
+        ties[c] += 1
+    lex = {i: c * s.mass for i, c in s.coverage.items() if ties[c] <= PAGE}
+    return ordered({i: math.log(s.size / s.ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def information_page_deep(s: Sides) -> list[int]:
+    """``information_page`` knowing the ranks of a vector page as deep as the lexical side's
+    (``HybridSpec.candidates``); a candidate past it counts as ranked just after it."""
+    lex = lexical_page(s)
+    rank = {i: min(s.ranks[i], LEXICAL_DEPTH + 1) for i in union_of(s)}
+    return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def information_page_sampled(s: Sides) -> list[int]:
+    """``information_page`` with the vector page's own ranks and every other candidate's rank
+    estimated by taking the candidates off the page as a sample of the rest of the scope."""
+    lex, page = lexical_page(s), {i: n for n, (i, _) in enumerate(s.vector, 1)}
+    rest = sorted((s.cosine(i) for i in union_of(s) if i not in page), reverse=True)
+    rank = {
+        i: page.get(i)
+        or PAGE + (s.size - PAGE) * sum(1 for c in rest if c >= s.cosine(i)) / len(rest)
+        for i in union_of(s)
+    }
+    return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+
+def lexical_tied_cut(s: Sides) -> dict[int, float]:
+    """Each lexical candidate's IDF sum, except where more than a page of candidates hold exactly
+    its share, or the lexical side's cut runs through its share (its last one, when it returned
+    its full depth): tied on the same words, they cannot choose the page."""
+    ties: dict[float, int] = defaultdict(int)
+    for c in s.coverage.values():
+        ties[c] += 1
+    last = s.coverage[s.lexical[-1][0]] if len(s.lexical) >= LEXICAL_DEPTH else None
+    return {i: c * s.mass for i, c in s.coverage.items() if ties[c] <= PAGE and c != last}
+
+
+def rank_estimates(s: Sides, how: str) -> dict[int, float]:
+    """Each candidate's cosine rank in the scope: ``exact``; ``union`` (among both sides);
+    ``mixed`` (the page's own, the rest from a normal tail); ``sampled`` (the page's own, the rest
+    from their place among the candidates off the page, taken as a sample of the scope)."""
+    if how == "exact":
+        return {i: float(r) for i, r in s.ranks.items()}
+    if how == "union":
+        return {i: float(r) for i, r in union_ranks(s).items()}
+    page = {i: float(n) for n, (i, _) in enumerate(s.vector, 1)}
+    if how == "mixed":
+        return {i: page.get(i) or max(PAGE + 1.0, normal_rank(s, i)) for i in union_of(s)}
+    rest = [s.cosine(i) for i in union_of(s) if i not in page]
+    return {
+        i: page.get(i) or PAGE + (s.size - PAGE) * sum(c >= s.cosine(i) for c in rest) / len(rest)
+        for i in union_of(s)
+    }
+
+
+def tied_cut(how: str) -> Callable[[Sides], list[int]]:
+    """``information`` with :func:`lexical_tied_cut`'s IDF and ``how`` ranks."""
+
+    def design(s: Sides) -> list[int]:
+        lex, rank = lexical_tied_cut(s), rank_estimates(s, how)
+        return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
+
+    return design
+
+
+def information_cov(lexical: Callable[[Sides], dict[int, float]]) -> Callable[[Sides], list[int]]:
+    """``information`` with ``lexical``'s IDF and the vector side's nats weighted by the share of
+    the query's IDF mass the best lexical candidate does not hold (``1 - c``)."""
+
+    def design(s: Sides) -> list[int]:
+        lex, rest = lexical(s), 1.0 - best_coverage(s)
+        return ordered(
+            {i: rest * math.log(s.size / s.ranks[i]) + lex.get(i, 0.0) for i in union_of(s)}, s
+        )
+
+    return design
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
@@ -436,6 +683,27 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "union_minmax": union_minmax,
     "overlap": overlap,
     "rrf_ties": rrf_ties,
+    "information": information,
+    "information_normal": information_normal,
+    "logrank": logrank,
+    "anchored": anchored,
+    "page_floor": page_floor,
+    "information_squared": information_squared,
+    "information_floor": information_floor,
+    "information_page": information_page,
+    "information_union": information_union,
+    "information_page_union": information_page_union,
+    "information_page_normal": information_page_normal,
+    "information_page_mixed": information_page_mixed,
+    "information_tied": information_tied,
+    "information_page_deep": information_page_deep,
+    "information_page_sampled": information_page_sampled,
+    "information_tied_cut": tied_cut("exact"),
+    "information_tied_cut_union": tied_cut("union"),
+    "information_tied_cut_mixed": tied_cut("mixed"),
+    "information_tied_cut_sampled": tied_cut("sampled"),
+    "information_page_cov": information_cov(lexical_page),
+    "information_tied_cut_cov": information_cov(lexical_tied_cut),
 }
 
 
@@ -461,7 +729,7 @@ def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[
     """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
     scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
     tag = cache_tag(col.name)
-    path = os.path.join(CACHE_DIR, f"fusion-sides-{tag}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
+    path = os.path.join(CACHE_DIR, f"fusion-sides2-{tag}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
     if not os.path.exists(path):
         out = [
             (sides(col, case, lexical), baselines(col, case) if col.name != "memory_set" else {})
