@@ -31,8 +31,16 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from langgraph.store.base import BaseStore
 
-from benchmarks.bench_conversations import DATA, EMBEDDER_NAMES, LIMIT, SCOPES, load_store, puts
-from benchmarks.bench_retrieval import EMBEDDERS, Precomputed
+from benchmarks.bench_conversations import (
+    DATA,
+    EMBEDDER_NAMES,
+    LIMIT,
+    SCOPES,
+    load_store,
+    precomputed,
+    puts,
+)
+from benchmarks.bench_retrieval import Precomputed
 from benchmarks.longmemeval import Collection, DataUnavailable, Question
 from benchmarks.retrieval_stores import BACKENDS
 
@@ -111,9 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.questions:
         data = data.subset(args.questions)
-    texts = sorted({i.text for i in data.items} | {q.text for q in data.questions})
-    model = EMBEDDERS[args.embedder]()
-    embed = Precomputed(model, dict(zip(texts, model.embed_documents(texts), strict=True)))
+    embed = precomputed(data, args.embedder)
     print(
         f"{args.data}: {len(data.items)} items, {len(data.questions)} questions, "
         f"{EMBEDDER_NAMES[args.embedder]}, best of {args.runs}, mean (median) ms per search\n"
