@@ -661,11 +661,32 @@ def information_cov(lexical: Callable[[Sides], dict[int, float]]) -> Callable[[S
     return design
 
 
+
+def vouch(s: Sides) -> list[int]:
+    """Min-max sides; the vector side's weight drops by the lexical best candidate's IDF share when
+    the vector page lacks that candidate (a strong lexical match the vector side did not find
+    vouches against it; a weak one, as in a paraphrase, leaves 1:1)."""
+    c = best_coverage(s)
+    found = bool(s.lexical) and s.lexical[0][0] in dict(s.vector)
+    return ordered(mean((minmax(s.vector), 1.0 if found else 1.0 - c), (minmax(s.lexical), 1.0)), s)
+
+
+def vouch_score(s: Sides) -> list[int]:
+    """As :func:`vouch`, the page's verdict graded: the lexical best candidate's min-max vector
+    score on the page (0 off it) in place of found / not found."""
+    c = best_coverage(s)
+    vec = minmax(s.vector)
+    agree = vec.get(s.lexical[0][0], 0.0) if s.lexical else 1.0
+    return ordered(mean((vec, 1.0 - c * (1.0 - agree)), (minmax(s.lexical), 1.0)), s)
+
+
 DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "vector": lambda s: [i for i, _ in s.vector],
     "lexical": lambda s: [i for i, _ in s.lexical],
     "kept": kept,
     "coverage": coverage,
+    "vouch": vouch,
+    "vouch_score": vouch_score,
     "coverage_lex": coverage_lex,
     "coverage_item": coverage_item,
     "absolute": absolute,
