@@ -260,6 +260,11 @@ def sides(col: Collection, case: Case, lexical: str) -> Sides:
 # --------------------------------------------------------------------------- the designs
 
 
+def union_of(s: Sides) -> set[int]:
+    """The candidates of either side."""
+    return {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+
+
 def minmax(side: Sequence[tuple[int, float]]) -> dict[int, float]:
     """A side's scores scaled to 0..1 over its candidates (all 1 when equal)."""
     if not side:
@@ -322,14 +327,14 @@ def absolute(s: Sides) -> list[int]:
 
 def absolute_union(s: Sides) -> list[int]:
     """Absolute scales over the union of both candidate sets (every candidate's cosine)."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     return ordered({i: s.cosine(i) + s.coverage.get(i, 0.0) for i in union}, s)
 
 
 def union_relative(s: Sides) -> list[int]:
     """Cosine of the union of both candidate sets min-max scaled over the union, plus each
     lexical candidate's IDF share (absolute)."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     vec = minmax([(i, s.cosine(i)) for i in union])
     return ordered(mean((vec, 1.0), (s.coverage, 1.0)), s)
 
@@ -338,7 +343,7 @@ def union_coverage(s: Sides) -> list[int]:
     """Cosine of the union min-max scaled over it, weighted 1 - c, and the min-max lexical side
     weighted c, the best lexical candidate's IDF share."""
     c = best_coverage(s)
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     vec = minmax([(i, s.cosine(i)) for i in union])
     return ordered(mean((vec, 1.0 - c), (minmax(s.lexical), c)), s)
 
@@ -347,7 +352,7 @@ def union_cov_item(s: Sides) -> list[int]:
     """Cosine of the union min-max scaled over it, weighted 1 - c, plus each lexical candidate's
     IDF share weighted c (c: the best candidate's share)."""
     c = best_coverage(s)
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     vec = minmax([(i, s.cosine(i)) for i in union])
     return ordered(mean((vec, 1.0 - c), (s.coverage, c)), s)
 
@@ -355,7 +360,7 @@ def union_cov_item(s: Sides) -> list[int]:
 def union_best(s: Sides) -> list[int]:
     """Cosine of the union over the best cosine (the vector page's first), plus each lexical
     candidate's IDF share."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     best = max(s.vector[0][1], 1e-9) if s.vector else 1.0
     return ordered({i: s.cosine(i) / best + s.coverage.get(i, 0.0) for i in union}, s)
 
@@ -370,20 +375,20 @@ def union_weighted(s: Sides) -> list[int]:
     """Absolute scales over the union, the lexical side weighted by its best candidate's IDF
     share: cosine + c x each candidate's share."""
     c = best_coverage(s)
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     return ordered({i: s.cosine(i) + c * s.coverage.get(i, 0.0) for i in union}, s)
 
 
 def union_squared(s: Sides) -> list[int]:
     """Absolute scales over the union, each candidate's IDF share weighted by itself."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     return ordered({i: s.cosine(i) + s.coverage.get(i, 0.0) ** 2 for i in union}, s)
 
 
 def union_agree(s: Sides) -> list[int]:
     """Absolute scales over the union, each candidate's IDF share weighted by its cosine over the
     page's best (the vector side's agreement that the item is about the query)."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     best = max(s.vector[0][1], 1e-9) if s.vector else 1.0
     scores = {i: s.cosine(i) + s.coverage.get(i, 0.0) * max(0.0, s.cosine(i)) / best for i in union}
     return ordered(scores, s)
@@ -391,7 +396,7 @@ def union_agree(s: Sides) -> list[int]:
 
 def union_rrf(s: Sides) -> list[int]:
     """Rank fusion (k 60) over the union: every candidate ranked by cosine, and by IDF share."""
-    union = sorted({i for i, _ in s.vector} | {i for i, _ in s.lexical})
+    union = sorted(union_of(s))
     out: dict[int, float] = defaultdict(float)
     for key in (s.cosine, lambda i: s.coverage.get(i, 0.0)):
         for rank, i in enumerate(sorted(union, key=lambda i: -key(i)), 1):
@@ -409,7 +414,7 @@ def combmnz(s: Sides) -> list[int]:
 def union_minmax(s: Sides) -> list[int]:
     """Vector scores of the union of both candidate sets, min-max over the union, plus the
     min-max lexical side: a lexical candidate is not scored 0 on the vector side."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     vec = minmax([(i, s.cosine(i)) for i in union])
     return ordered(mean((vec, 1.0), (minmax(s.lexical), 1.0)), s)
 
@@ -417,7 +422,7 @@ def union_minmax(s: Sides) -> list[int]:
 def overlap(s: Sides) -> list[int]:
     """Union re-ranked by cosine (min-max over the union) plus the min-max lexical side weighted
     by how much of the vector page the lexical candidates hold (1 + share)."""
-    union = {i for i, _ in s.vector} | {i for i, _ in s.lexical}
+    union = union_of(s)
     vec = minmax([(i, s.cosine(i)) for i in union])
     share = len({i for i, _ in s.vector} & {i for i, _ in s.lexical}) / PAGE
     return ordered(mean((vec, 1.0), (minmax(s.lexical), 1.0 + share)), s)
@@ -434,11 +439,6 @@ def rrf_ties(s: Sides) -> list[int]:
             out[i] += 1.0 / (60 + rank)
     tie = mean((minmax(s.vector), 1.0), (minmax(s.lexical), 1.0))
     return sorted(out, key=lambda i: (-out[i], -tie.get(i, 0.0)))
-
-
-def union_of(s: Sides) -> set[int]:
-    """The candidates of either side."""
-    return {i for i, _ in s.vector} | {i for i, _ in s.lexical}
 
 
 def information(s: Sides) -> list[int]:
@@ -659,7 +659,6 @@ def information_cov(lexical: Callable[[Sides], dict[int, float]]) -> Callable[[S
         )
 
     return design
-
 
 
 def vouch(s: Sides) -> list[int]:
