@@ -64,7 +64,7 @@ from langgraph.store.base import BaseStore, PutOp
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.bench_retrieval import EMBEDDERS, Precomputed
+from benchmarks.bench_retrieval import Precomputed, embedded
 from benchmarks.locomo import load as load_locomo
 from benchmarks.longmemeval import (
     Collection,
@@ -315,13 +315,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-
 def precomputed(data: Collection, embedder: str) -> Precomputed:
     """Every item's and question's vector by ``embedder``, computed once before any store is loaded,
     so the stores' latency excludes the model."""
-    texts = sorted({i.text for i in data.items} | {q.text for q in data.questions})
-    model = EMBEDDERS[embedder]()
-    return Precomputed(model, dict(zip(texts, model.embed_documents(texts), strict=True)))
+    return embedded(embedder, [*(i.text for i in data.items), *(q.text for q in data.questions)])
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)

@@ -50,7 +50,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
@@ -108,12 +108,16 @@ def embedder(name: str) -> Embeddings:
     return EMBEDDERS[name]()
 
 
+def embedded(name: str, texts: Iterable[str]) -> Precomputed:
+    """``texts`` embedded once with embedder ``name`` (of :data:`EMBEDDERS`)."""
+    ordered = sorted(set(texts))
+    model = embedder(name)
+    return Precomputed(model, dict(zip(ordered, model.embed_documents(ordered), strict=True)))
+
+
 def precompute(data: MemorySet, name: str) -> Precomputed:
     """Every memory and question text embedded once with embedder ``name``."""
-    texts = sorted({m.text for m in data.memories} | {q.text for q in data.questions})
-    model = embedder(name)
-    vectors = model.embed_documents(texts)
-    return Precomputed(model, dict(zip(texts, vectors, strict=True)))
+    return embedded(name, [*(m.text for m in data.memories), *(q.text for q in data.questions)])
 
 
 # --------------------------------------------------------------------------- measurement
