@@ -3,7 +3,9 @@ longmemeval`), every mode side by side in one run (#26).
 
 The 5,437 rounds of LongMemEval's 940 sessions are loaded into one collection (index ``["text"]``,
 WordLlama's bundled 256-d model for every mode, or ``--embedder glove`` GloVe 6B 50-d word means
-(``benchmarks/glove_embeddings.py``, the second, unrelated embedder), each text embedded once before any store is loaded,
+(``benchmarks/glove_embeddings.py``, the second, unrelated embedder) or ``--embedder minilm``
+all-MiniLM-L6-v2 (``benchmarks/minilm_embeddings.py``, a contextual sentence model; its vectors
+are kept on disk after the first run), each text embedded once before any store is loaded,
 so no store pays for the model inside a timed search) and its 470 non-abstention questions are
 searched with ``limit=10`` in two scopes: **global** (the whole collection) and **namespace** (the
 question's user, ``("lme", "u<n>")``, about a tenth of it). Modes:
@@ -87,7 +89,11 @@ METRICS = ("recall@5", "recall@10", "hit@5", "mrr@10", "recall_all@5", "exact@10
 #: Searches after the load whose ``exact@10`` is reported apart (``first10``).
 FIRST = 10
 #: How each embedder of ``--embedder`` is named in the report.
-EMBEDDER_NAMES = {"wordllama": "WordLlama 256-d", "glove": "GloVe 6B 50-d"}
+EMBEDDER_NAMES = {
+    "wordllama": "WordLlama 256-d",
+    "glove": "GloVe 6B 50-d",
+    "minilm": "all-MiniLM-L6-v2 384-d",
+}
 
 #: The data sets: LongMemEval's oracle split (the default) and LoCoMo, the second, unrelated one a
 #: rule chosen on the first is checked on (``benchmarks/locomo.py``).

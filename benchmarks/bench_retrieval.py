@@ -23,7 +23,8 @@ as autovacuum does soon after: the lexical side reads the planner's statistics. 
 for PostgreSQL and Redis (Query Engine; ``--backends redis-plain`` adds our plain mode, where the
 lexical side is BM25 computed client-side and no official store runs), with two embedders: ``HashEmbeddings`` (256-d word
 hashing) and ``WordLlamaEmbeddings`` (WordLlama's bundled 256-d static text model, offline), and
-``--embedders glove`` GloVe 6B 50-d word means (``benchmarks/glove_embeddings.py``). Every
+``--embedders glove`` GloVe 6B 50-d word means (``benchmarks/glove_embeddings.py``) or ``minilm``
+all-MiniLM-L6-v2 (``benchmarks/minilm_embeddings.py``, a contextual sentence model). Every
 vector is computed once per embedder before any store is loaded, and every store is given the same
 lookup of those vectors, so the latency columns are the stores' own (ms per search call, mean over
 the questions, query embedding excluded) and no store pays for the model.
@@ -44,6 +45,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -55,6 +57,7 @@ from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
 
+import numpy as np
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, PutOp
 
@@ -62,7 +65,9 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.glove_embeddings import GloveEmbeddings
+from benchmarks.longmemeval import CACHE_DIR
 from benchmarks.memory_set import MemorySet, Scope, build
+from benchmarks.minilm_embeddings import MiniLMEmbeddings
 from benchmarks.retrieval_stores import BACKENDS, DIMS, MODES, fixed_search, hybrid_option
 from benchmarks.wordllama_embeddings import WordLlamaEmbeddings
 from langmem_adapters.embeddings import HashEmbeddings
@@ -93,12 +98,17 @@ class Precomputed(Embeddings):
 
 #: The embedders a benchmark can be run with, by name: 256-d ``HashEmbeddings``, WordLlama's bundled
 #: 256-d model, GloVe 6B 50-d word means (``benchmarks/glove_embeddings.py``, a second, unrelated
-#: real embedder to check WordLlama's numbers with).
+#: real embedder to check WordLlama's numbers with) and all-MiniLM-L6-v2
+#: (``benchmarks/minilm_embeddings.py``, a contextual sentence model, the third).
 EMBEDDERS: dict[str, Callable[[], Embeddings]] = {
     "hash": partial(HashEmbeddings, DIMS),
     "wordllama": WordLlamaEmbeddings,
     "glove": GloveEmbeddings,
+    "minilm": MiniLMEmbeddings,
 }
+#: Embedders slow enough that :func:`embedded` keeps their vectors of a set of texts on disk
+#: (all-MiniLM-L6-v2 takes about 20 minutes for LongMemEval on two cores).
+CACHED = frozenset({"minilm"})
 
 
 def embedder(name: str) -> Embeddings:
@@ -109,10 +119,21 @@ def embedder(name: str) -> Embeddings:
 
 
 def embedded(name: str, texts: Iterable[str]) -> Precomputed:
-    """``texts`` embedded once with embedder ``name`` (of :data:`EMBEDDERS`)."""
+    """``texts`` embedded once with embedder ``name`` (of :data:`EMBEDDERS`); for the
+    :data:`CACHED` ones, once per set of texts, kept under ``benchmarks/.cache``."""
     ordered = sorted(set(texts))
     model = embedder(name)
-    return Precomputed(model, dict(zip(ordered, model.embed_documents(ordered), strict=True)))
+    if name not in CACHED:
+        return Precomputed(model, dict(zip(ordered, model.embed_documents(ordered), strict=True)))
+    digest = hashlib.sha256("\0".join(ordered).encode("utf-8", "surrogatepass")).hexdigest()
+    path = os.path.join(CACHE_DIR, f"embedded-{name}-{digest[:16]}.npy")
+    if os.path.exists(path):
+        rows = np.load(path).tolist()
+    else:
+        rows = model.embed_documents(ordered)
+        os.makedirs(CACHE_DIR, exist_ok=True)
+        np.save(path, np.asarray(rows, dtype=np.float32))
+    return Precomputed(model, dict(zip(ordered, rows, strict=True)))
 
 
 def precompute(data: MemorySet, name: str) -> Precomputed:
@@ -293,7 +314,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--backends", default=",".join(BACKENDS))
     p.add_argument(
         "--embedders",
-        help="comma-separated, of hash,wordllama,glove (default: hash,wordllama; --quick: wordllama)",
+        help="comma-separated, of hash,wordllama,glove,minilm (default: hash,wordllama; --quick: wordllama)",
     )
     p.add_argument(
         "--modes",

@@ -60,6 +60,8 @@ from benchmarks import locomo, longmemeval, memory_set
 from benchmarks.glove_embeddings import DIMS as GLOVE_DIMS
 from benchmarks.glove_embeddings import load_glove
 from benchmarks.longmemeval import CACHE_DIR
+from benchmarks.minilm_embeddings import DIMS as MINILM_DIMS
+from benchmarks.minilm_embeddings import load_minilm
 from benchmarks.wordllama_embeddings import load_wordllama
 from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.hybrid import HybridSpec, query_words, words
@@ -73,7 +75,8 @@ UNSEEN = True
 #: Dimensions of the WordLlama vectors used (its Matryoshka truncations: 64, 128 or 256), to see
 #: how a design's unit moves with the spread of the cosines.
 DIMS = 256
-#: The embedder of the vector side: ``wordllama`` or ``glove`` (GloVe 6B 50-d word means).
+#: The embedder of the vector side: ``wordllama``, ``glove`` (GloVe 6B 50-d word means) or
+#: ``minilm`` (all-MiniLM-L6-v2, a contextual sentence model).
 EMBEDDER = "wordllama"
 
 
@@ -133,7 +136,9 @@ def embed(name: str, texts: list[str]) -> np.ndarray:
     if os.path.exists(path):
         vecs = np.load(path)
     else:
-        model = load_wordllama() if EMBEDDER == "wordllama" else load_glove()
+        model = {"wordllama": load_wordllama, "glove": load_glove, "minilm": load_minilm}[
+            EMBEDDER
+        ]()
         vecs = np.asarray(model.embed(texts), dtype=np.float64)
         os.makedirs(CACHE_DIR, exist_ok=True)
         np.save(path, vecs)
@@ -620,8 +625,20 @@ def lexical_tied_cut(s: Sides) -> dict[int, float]:
     return {i: c * s.mass for i, c in s.coverage.items() if ties[c] <= PAGE and c != last}
 
 
+def lexical_own_tied_cut(s: Sides) -> dict[int, float]:
+    """:func:`lexical_tied_cut` on the lexical side's own scores (BM25, or the IDF sum under
+    ``--lexical idf``, where the two are the same): what a store whose lexical score is BM25 (Redis)
+    has without knowing which query words each candidate holds; ties are equal scores."""
+    ties: dict[float, int] = defaultdict(int)
+    for _, v in s.lexical:
+        ties[round(v, 9)] += 1
+    last = round(s.lexical[-1][1], 9) if len(s.lexical) >= LEXICAL_DEPTH else None
+    return {i: v for i, v in s.lexical if ties[round(v, 9)] <= PAGE and round(v, 9) != last}
+
+
 def rank_estimates(s: Sides, how: str) -> dict[int, float]:
     """Each candidate's cosine rank in the scope: ``exact``; ``union`` (among both sides);
+    ``page`` (the page's own, every other candidate just past it: no cosine needed);
     ``mixed`` (the page's own, the rest from a normal tail); ``sampled`` (the page's own, the rest
     from their place among the candidates off the page, taken as a sample of the scope)."""
     if how == "exact":
@@ -629,6 +646,8 @@ def rank_estimates(s: Sides, how: str) -> dict[int, float]:
     if how == "union":
         return {i: float(r) for i, r in union_ranks(s).items()}
     page = {i: float(n) for n, (i, _) in enumerate(s.vector, 1)}
+    if how == "page":
+        return {i: page.get(i) or PAGE + 1.0 for i in union_of(s)}
     if how == "mixed":
         return {i: page.get(i) or max(PAGE + 1.0, normal_rank(s, i)) for i in union_of(s)}
     rest = [s.cosine(i) for i in union_of(s) if i not in page]
@@ -638,11 +657,14 @@ def rank_estimates(s: Sides, how: str) -> dict[int, float]:
     }
 
 
-def tied_cut(how: str) -> Callable[[Sides], list[int]]:
-    """``information`` with :func:`lexical_tied_cut`'s IDF and ``how`` ranks."""
+def tied_cut(
+    how: str, lexical: Callable[[Sides], dict[int, float]] = lexical_tied_cut
+) -> Callable[[Sides], list[int]]:
+    """``information`` with ``lexical``'s nats (:func:`lexical_tied_cut`'s IDF by default) and
+    ``how`` ranks."""
 
     def design(s: Sides) -> list[int]:
-        lex, rank = lexical_tied_cut(s), rank_estimates(s, how)
+        lex, rank = lexical(s), rank_estimates(s, how)
         return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
 
     return design
@@ -722,6 +744,10 @@ DESIGNS: dict[str, Callable[[Sides], list[int]]] = {
     "information_tied_cut_union": tied_cut("union"),
     "information_tied_cut_mixed": tied_cut("mixed"),
     "information_tied_cut_sampled": tied_cut("sampled"),
+    "own_tied_cut_union": tied_cut("union", lexical_own_tied_cut),
+    "own_tied_cut": tied_cut("exact", lexical_own_tied_cut),
+    "information_tied_cut_page": tied_cut("page"),
+    "own_tied_cut_page": tied_cut("page", lexical_own_tied_cut),
     "information_page_cov": information_cov(lexical_page),
     "information_tied_cut_cov": information_cov(lexical_tied_cut),
 }
@@ -788,11 +814,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--dims", type=int, choices=(64, 128, 256), default=256, help="WordLlama's truncation"
     )
-    p.add_argument("--embedder", choices=("wordllama", "glove"), default="wordllama")
+    p.add_argument("--embedder", choices=("wordllama", "glove", "minilm"), default="wordllama")
     args = p.parse_args(argv)
     global UNSEEN, DIMS, EMBEDDER
     UNSEEN, EMBEDDER = not args.skip_unseen, args.embedder
-    DIMS = args.dims if EMBEDDER == "wordllama" else GLOVE_DIMS
+    DIMS = {"wordllama": args.dims, "glove": GLOVE_DIMS, "minilm": MINILM_DIMS}[EMBEDDER]
     designs = args.designs.split(",")
     table: dict[str, dict[str, float]] = defaultdict(dict)
     for name in args.data.split(","):
@@ -800,7 +826,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for design, cols in study(col, designs, args.lexical).items():
             table[design].update({f"{name} {c}": v for c, v in cols.items()})
     columns = sorted({c for cols in table.values() for c in cols})
-    label = "WordLlama" if EMBEDDER == "wordllama" else "GloVe 6B"
+    label = {"wordllama": "WordLlama", "glove": "GloVe 6B", "minilm": "all-MiniLM-L6-v2"}[EMBEDDER]
     print(f"recall@5, lexical side scored by {args.lexical}, {label} {DIMS}-d")
     print("| design | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))

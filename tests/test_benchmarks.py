@@ -131,3 +131,72 @@ def test_exact_share_counts_the_exact_top_10_and_items_tied_with_its_last() -> N
     assert base.exact_share(q, "global", [*top[:9], "i10"]) == 1.0  # tied with the 10th
     assert base.exact_share(q, "global", [*top[:9], "i11"]) == 0.9
     assert base.exact_share(q, "global", top[:5]) == 0.5
+
+
+# --------------------------------------------------------------------------- the third embedder
+
+
+def test_minilm_erf_is_the_error_function() -> None:
+    import math
+
+    import numpy as np
+
+    from benchmarks.minilm_embeddings import _erf
+
+    xs = np.linspace(-4.0, 4.0, 161)
+    assert np.max(np.abs(_erf(xs) - np.array([math.erf(x) for x in xs]))) < 2e-7
+
+
+def _tiny_minilm() -> object:
+    """A two-layer, 24-wide BERT with random weights and a word-level tokenizer: the encoder's
+    arithmetic without the 90 MB model."""
+    import numpy as np
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    from benchmarks.minilm_embeddings import MiniLM
+
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "c", "d"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    rng = np.random.default_rng(7)
+    d, hidden = 24, 48
+    w: dict[str, np.ndarray] = {
+        "embeddings.word_embeddings.weight": rng.standard_normal((len(vocab), d)),
+        "embeddings.position_embeddings.weight": rng.standard_normal((64, d)),
+        "embeddings.token_type_embeddings.weight": rng.standard_normal((2, d)),
+        "embeddings.LayerNorm.weight": np.ones(d),
+        "embeddings.LayerNorm.bias": np.zeros(d),
+    }
+    shapes = {
+        "attention.self.query": (d, d),
+        "attention.self.key": (d, d),
+        "attention.self.value": (d, d),
+        "attention.output.dense": (d, d),
+        "intermediate.dense": (hidden, d),
+        "output.dense": (d, hidden),
+    }
+    for n in range(2):
+        for name, shape in shapes.items():
+            w[f"encoder.layer.{n}.{name}.weight"] = rng.standard_normal(shape) / np.sqrt(shape[1])
+            w[f"encoder.layer.{n}.{name}.bias"] = 0.1 * rng.standard_normal(shape[0])
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            w[f"encoder.layer.{n}.{norm}.weight"] = 1.0 + 0.1 * rng.standard_normal(d)
+            w[f"encoder.layer.{n}.{norm}.bias"] = 0.1 * rng.standard_normal(d)
+    return MiniLM({k: v.astype(np.float32) for k, v in w.items()}, tok)
+
+
+def test_minilm_vector_of_a_text_does_not_depend_on_its_batch() -> None:
+    import numpy as np
+
+    model = _tiny_minilm()
+    alone = model.embed(["a b"])  # type: ignore[attr-defined]
+    # Batched with longer texts, "a b" is padded: the padding must be masked out of attention and
+    # pooling, or its vector would move.
+    batched = model.embed(["a b c d a b c d", "a b", "d c b a d"])  # type: ignore[attr-defined]
+    assert batched.shape == (3, 24)
+    assert np.allclose(batched[1], alone[0], atol=1e-5)
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    assert not np.allclose(batched[0], batched[2], atol=1e-3)  # word order matters (positions)
