@@ -133,9 +133,10 @@ class PostgresBackend(Store[PostgresStats]):
 
     def _bulk_finish_plan(self) -> Steps[bool] | None:
         """A bulk load's end: build the ANN index if it is missing, then analyze the tables
-        (:func:`~langmem_adapters.postgres.bulk.build_index_plan`)."""
+        (:func:`~langmem_adapters.postgres.bulk.build_index_plan`; an exact index has no ANN index
+        to build, only the analysis)."""
         spec = self.index_spec
-        if spec is None or spec.kind == "exact":
+        if spec is None:
             return None
         t = self._current_tables()
         return build_index_plan(t.vectors(spec), spec, analyze=(t.store,))

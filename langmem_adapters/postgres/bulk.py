@@ -9,7 +9,8 @@ inserts/s, while loading without it and building it at the end is several times 
   (nothing to lose: building it again over what is loaded is the fast path);
 - :func:`build_index_plan` at the end: create the index if it is missing, in one transaction with
   ``maintenance_work_mem`` raised for the graph (:func:`build_memory_kb`, so pgvector builds in
-  memory) and the server's parallel maintenance workers, then ``ANALYZE`` the tables.
+  memory) and the server's parallel maintenance workers, then ``ANALYZE`` the tables (also when the
+  index was kept: the load changed the statistics all the same).
 
 While the index is missing, vector searches still answer, by exact scans (slower on a large table).
 The build is plain ``CREATE INDEX`` (not ``CONCURRENTLY``): transactional, so a crash leaves no
@@ -64,21 +65,23 @@ def build_index_plan(table: str, spec: IndexSpec, *, analyze: tuple[str, ...] = 
     """Create the ANN index of the vector table ``table`` if it is missing, with memory for an
     in-memory build and the server's ``max_parallel_maintenance_workers`` (serially if the server
     cannot give a parallel build its shared memory), then ``ANALYZE`` it and the tables
-    ``analyze``; whether it built. One transaction: a failed build leaves no index, and the table
-    as it was."""
+    ``analyze``, whether it built or the index was there (a load into a table that kept its index
+    changes its statistics as much: the hybrid lexical side sizes the table and weighs its words by
+    them); whether it built. One transaction: a failed build leaves no index, and the table as it
+    was."""
+    analyzed = [Statement(f"ANALYZE {name}", fetch=False) for name in (table, *analyze)]
     ddl = ann_index_ddl(table, spec)
     if ddl is None:
+        yield Round(analyzed)
         return False
     sql = "SELECT to_regclass(%s) IS NULL AND to_regclass(%s) IS NOT NULL"
     (found,) = yield Round([Statement(sql, [ann_index_name(table, spec), table])])
     if not found[0][0]:
+        yield Round(analyzed)
         return False
     (count,) = yield Round([Statement(f"SELECT count(*) FROM {table}")])
     memory = build_memory_kb(int(count[0][0]), spec)
-    build = [
-        Statement(ddl, fetch=False),
-        *(Statement(f"ANALYZE {name}", fetch=False) for name in (table, *analyze)),
-    ]
+    build = [Statement(ddl, fetch=False), *analyzed]
     try:
         yield Round([_settings(memory), *build])
     except _RESOURCES:

@@ -359,3 +359,27 @@ def test_a_bulk_load_over_a_store_whose_index_went_missing_builds_it(
         pass
     assert name in _indexes(dsn, prefix)
     _assert_finds_each(store, texts, range(0, 300, 30))
+
+
+@pytest.mark.parametrize("ann", [{}, {"kind": "exact"}], ids=["hnsw-kept", "exact"])
+def test_a_bulk_load_analyzes_the_tables_when_no_index_is_built(
+    dsn: str, prefix: str, open_store: Any, ann: dict[str, Any]
+) -> None:
+    # The hybrid lexical side sizes the vector table and weighs its words by the statistics; a load
+    # into a table that keeps its index (or has none to build) changes them as much as one that
+    # builds it.
+    store = open_store(HashEmbeddings(DIMS), **ann)
+    store.put(("r",), "kept", {"text": "already here"})
+    vectors = f"{prefix}_vectors_vector{DIMS}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {vectors}")
+        conn.execute(f"ANALYZE {prefix}_store")
+
+        def rows(table: str) -> float:
+            got = conn.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+            return float(got.fetchone()[0])  # type: ignore[index]
+
+        assert rows(vectors) == 1
+        store.restore(_records(_texts(600)), page_size=300)
+        assert rows(vectors) == 601
+        assert rows(f"{prefix}_store") == 601

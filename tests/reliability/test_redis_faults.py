@@ -176,7 +176,6 @@ def test_loading_and_timeouts_map_to_store_connection_error(
         redis.BusyLoadingError("Redis is loading the dataset in memory"),
         redis.TimeoutError("Timeout"),
     ):
-
         # the fault where redis-py meets the socket, through its public send_packed_command
         def fail(
             conn: redis.Connection, command: Any, check_health: bool = True, exc: Exception = exc
