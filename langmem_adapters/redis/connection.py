@@ -25,6 +25,7 @@ from redis.exceptions import ClusterDownError, MaxConnectionsError, NoScriptErro
 from redis.utils import HIREDIS_AVAILABLE
 
 from langmem_adapters.errors import (
+    SearchTimeoutError,
     ServerRefusedError,
     StoreConnectionError,
     first_line,
@@ -67,9 +68,12 @@ def lost(exc: Exception) -> StoreConnectionError:
 
 def ours(exc: BaseException | None) -> Exception | None:
     """This package's error for an exception of redis-py (``None`` for any other): a lost
-    connection (:func:`lost`), or ``ServerRefusedError`` naming the error the server answered."""
+    connection (:func:`lost`), a search past the server's query timeout (``SEARCHTIMEOUT`` from a
+    script, ``lua/ft_search.lua``), or ``ServerRefusedError`` naming the error the server answered."""
     if isinstance(exc, LOST):
         return lost(exc)
+    if isinstance(exc, ResponseError) and str(exc).startswith("SEARCHTIMEOUT"):
+        return SearchTimeoutError(first_line(exc).removeprefix("SEARCHTIMEOUT "))
     if isinstance(exc, redis.RedisError):
         return ServerRefusedError(
             f"Redis refused the request ({type(exc).__name__}: {first_line(exc)})"

@@ -14,16 +14,17 @@
 -- text [hits, [[meta, created, score] or [key, score], ...], [counts of the u words], size]. A hit
 -- whose key expired is left out; hits still counts it, so the caller can tell a short window from an
 -- exhausted result.
+-- FT_SEARCH
 local index, head, window, share = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local size, page, read = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local k, u = tonumber(ARGV[8]), tonumber(ARGV[9])
-if size < 0 then size = redis.call('FT.SEARCH', index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
+if size < 0 then size = ft_search(index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
 local bound = math.max(1, page, math.floor(share * size))
 local kept, common, counts = {}, {}, {}
 for i = 1, k do kept[#kept + 1] = ARGV[9 + i] end
 for i = k + 1, k + u do
   local word = ARGV[9 + i]
-  local n = redis.call('FT.SEARCH', index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
+  local n = ft_search(index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
   counts[#counts + 1] = n
   if n > 0 and n <= bound then kept[#kept + 1] = word elseif n > 0 then common[#common + 1] = word end
 end
@@ -66,7 +67,7 @@ local args = {index, query, 'NOCONTENT', 'VERBATIM',
 for _, p in ipairs(params) do args[#args + 1] = p end
 args[#args + 1] = 'DIALECT'
 args[#args + 1] = 2
-local r = redis.call('FT.SEARCH', unpack(args))
+local r = ft_search(unpack(args))
 -- The reply is one table.concat of its pieces, as in search.lua: a string per row (an item is ~2 KB
 -- on LongMemEval) and a joined body took ~120 of the script's ~450 us in a namespace (replayed).
 local rows, n, sep, done, last = {''}, 1, '[', 0, nil

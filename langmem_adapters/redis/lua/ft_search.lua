@@ -1,0 +1,43 @@
+-- ft_search(...): FT.SEARCH with these arguments, its reply in the RESP2 shape ([total, id,
+-- (score), (sort key), (fields), ...]). The call itself goes under RESP3, whose reply alone says
+-- that the query ran past the server's TIMEOUT: with ON_TIMEOUT return (the default) the RESP2
+-- reply is the rows found so far, with nothing to tell it from a complete one. Such a reply
+-- raises SEARCHTIMEOUT (connection.py: SearchTimeoutError) instead of passing as complete.
+local function ft_name(k) if type(k) == 'table' then return k.ok end return k end
+local function ft_search(...)
+  redis.setresp(3)
+  local r = redis.call('FT.SEARCH', ...)
+  redis.setresp(2)
+  local out, rows = {0}, {}
+  for k, v in pairs(r.map) do
+    local name = ft_name(k)
+    if name == 'total_results' then out[1] = v
+    elseif name == 'results' then rows = v
+    elseif name == 'warning' then
+      for _, w in ipairs(v) do
+        local said = ft_name(w)
+        if string.find(string.lower(said), 'timeout', 1, true) then
+          error({err = 'SEARCHTIMEOUT ' .. said})
+        end
+      end
+    end
+  end
+  for _, row in ipairs(rows) do
+    local id, score, sortkey, fields
+    for k, v in pairs(row.map) do
+      local name = ft_name(k)
+      if name == 'id' then id = v
+      elseif name == 'score' then score = string.format('%.17g', v.double or v)
+      elseif name == 'sortkey' then sortkey = v
+      elseif name == 'extra_attributes' then
+        fields = {}
+        for f, x in pairs(v.map or v) do fields[#fields + 1] = ft_name(f); fields[#fields + 1] = x end
+      end
+    end
+    out[#out + 1] = id
+    if score then out[#out + 1] = score end
+    if sortkey then out[#out + 1] = sortkey end
+    if fields then out[#out + 1] = fields end
+  end
+  return out
+end
