@@ -4,6 +4,7 @@
 -- reply is the rows found so far, with nothing to tell it from a complete one. Such a reply
 -- raises SEARCHTIMEOUT (connection.py: SearchTimeoutError) instead of passing as complete.
 local function ft_name(k) if type(k) == 'table' then return k.ok end return k end
+local function ft_timeout(said) error({err = 'SEARCHTIMEOUT ' .. said}) end
 local function ft_search(...)
   redis.setresp(3)
   local r = redis.call('FT.SEARCH', ...)
@@ -16,28 +17,28 @@ local function ft_search(...)
     elseif name == 'warning' then
       for _, w in ipairs(v) do
         local said = ft_name(w)
-        if string.find(string.lower(said), 'timeout', 1, true) then
-          error({err = 'SEARCHTIMEOUT ' .. said})
-        end
+        if string.find(string.lower(said), 'timeout', 1, true) then ft_timeout(said) end
       end
     end
   end
+  local n = 1
   for _, row in ipairs(rows) do
     local id, score, sortkey, fields
     for k, v in pairs(row.map) do
-      local name = ft_name(k)
+      local name = type(k) == 'table' and k.ok or k
       if name == 'id' then id = v
-      elseif name == 'score' then score = string.format('%.17g', v.double or v)
       elseif name == 'sortkey' then sortkey = v
+      elseif name == 'score' then score = string.format('%.17g', v.double or v)
       elseif name == 'extra_attributes' then
         fields = {}
         for f, x in pairs(v.map or v) do fields[#fields + 1] = ft_name(f); fields[#fields + 1] = x end
       end
     end
-    out[#out + 1] = id
-    if score then out[#out + 1] = score end
-    if sortkey then out[#out + 1] = sortkey end
-    if fields then out[#out + 1] = fields end
+    n = n + 1
+    out[n] = id
+    if score then n = n + 1; out[n] = score end
+    if sortkey then n = n + 1; out[n] = sortkey end
+    if fields then n = n + 1; out[n] = fields end
   end
   return out
 end

@@ -2,7 +2,7 @@
 -- filter clauses (text, may be empty), the window, the rare share, the index's size (-1: count it
 -- here), the page's end, the hits to read (see below), k, u, then k words known to be rare, u words
 -- not counted lately and the query's other words (known to be common). Each of the u words is counted first (FT.SEARCH ...
--- LIMIT 0 0) and is rare when at most max(1, page, floor(share x size)) items hold it
+-- LIMIT 0 1) and is rare when at most max(1, page, floor(share x size)) items hold it
 -- (HybridSpec.rare_bound), else common. The rare words select the hits; the common ones add to the
 -- BM25STD scores of those hits and select none. All are passed as query parameters (never spliced
 -- into the query); the clauses select only (the words alone score);
@@ -24,7 +24,8 @@ local kept, common, counts = {}, {}, {}
 for i = 1, k do kept[#kept + 1] = ARGV[9 + i] end
 for i = k + 1, k + u do
   local word = ARGV[9 + i]
-  local n = ft_search(index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
+  -- LIMIT 0 1: a count-only LIMIT 0 0 reply past the TIMEOUT can come back short unwarned
+  local n = ft_search(index, '@w:($t)', 'VERBATIM', 'NOCONTENT', 'LIMIT', 0, 1, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
   counts[#counts + 1] = n
   if n > 0 and n <= bound then kept[#kept + 1] = word elseif n > 0 then common[#common + 1] = word end
 end

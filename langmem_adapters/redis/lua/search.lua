@@ -38,7 +38,8 @@ if w > 0 then
       for i = 3, #o, 2 do
         if tonumber(string.sub(o[i], 2)) > last then newer = newer + 1 end
       end
-      local c = ft_search(idx, within('@o:[(' .. e .. ' +inf]'), 'LIMIT', 0, 0,
+      -- LIMIT 0 1: a count-only LIMIT 0 0 reply past the TIMEOUT can come back short unwarned
+      local c = ft_search(idx, within('@o:[(' .. e .. ' +inf]'), 'NOCONTENT', 'LIMIT', 0, 1,
         'DIALECT', 2)
       if c[1] == newer then r = o end
     end
