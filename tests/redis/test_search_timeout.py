@@ -2,8 +2,9 @@
 ``ON_TIMEOUT return``, the default, answers the rows found so far) raises
 :class:`SearchTimeoutError` instead of returning a partial page as complete: newest-first and
 filtered searches (``lua/search.lua``), query searches (KNN and the lexical side), filtered counts
-(``lua/count.lua``). On its own server, as the timeout is server-wide; 1 ms is far below what these
-searches over 30k items take (~10 ms), so they time out every time, without sleeps."""
+(``lua/count.lua``); with ``ON_TIMEOUT fail`` too, where the server errs instead. On its own
+server, as the timeout is server-wide; each of these searches reads or sorts every one of 30k
+matches, far past 1 ms, so they time out every time, without sleeps."""
 
 from __future__ import annotations
 
@@ -54,12 +55,15 @@ def store(client: redis.Redis) -> RedisStore:
     return store
 
 
-@pytest.fixture
-def timeout_1ms(client: redis.Redis) -> Iterator[None]:
-    (before,) = client.execute_command("FT.CONFIG", "GET", "TIMEOUT")
+@pytest.fixture(params=["return", "fail"])
+def timeout_1ms(client: redis.Redis, request: pytest.FixtureRequest) -> Iterator[None]:
+    """TIMEOUT 1 ms; ``ON_TIMEOUT return`` (the default: the rows found so far) or ``fail`` (an
+    error from the server)."""
     client.execute_command("FT.CONFIG", "SET", "TIMEOUT", 1)
+    client.execute_command("FT.CONFIG", "SET", "ON_TIMEOUT", request.param)
     yield
-    client.execute_command("FT.CONFIG", "SET", "TIMEOUT", before[1])
+    client.execute_command("FT.CONFIG", "SET", "TIMEOUT", 500)
+    client.execute_command("FT.CONFIG", "SET", "ON_TIMEOUT", "return")
 
 
 def test_complete_searches_answer(store: RedisStore) -> None:
@@ -99,13 +103,21 @@ def test_resp2_client_search_past_timeout_raises(store: RedisStore, client: redi
     resp2.close()
 
 
-@pytest.mark.usefixtures("timeout_1ms")
 def test_direct_reply_past_timeout_is_refused(store: RedisStore, client: redis.Redis) -> None:
     """A reply read by the client itself (KNN settings' counts, calibration) under RESP3: the
-    server's own timed-out reply, as it comes, is refused, not counted."""
+    server's own timed-out reply (the query's own ``TIMEOUT 1``), as it comes, is refused."""
     resp3 = redis.Redis(port=client.get_connection_kwargs()["port"], protocol=3)
     reply = resp3.execute_command(
-        "FT.SEARCH", store.keys.index(None), "*", "SORTBY", "u", "NOCONTENT", "DIALECT", 2
+        "FT.SEARCH",
+        store.keys.index(None),
+        "*",
+        "SORTBY",
+        "u",
+        "NOCONTENT",
+        "TIMEOUT",
+        1,
+        "DIALECT",
+        2,
     )
     resp3.close()
     assert timeout_warning(reply) is not None
