@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio as aredis
 from langgraph.store.base import PutOp
 
 from langmem_adapters import SearchTimeoutError
 from langmem_adapters.embeddings import HashEmbeddings
-from langmem_adapters.redis import RedisStore
+from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.redis.replies import timeout_warning, total_results
 from tests import servers
 
@@ -91,6 +92,15 @@ def test_query_search_past_timeout_raises(store: RedisStore) -> None:
 def test_filtered_count_past_timeout_raises(store: RedisStore) -> None:
     with pytest.raises(SearchTimeoutError, match="query timeout"):
         store.count(("notes",), filter={"kind": "fact"})
+
+
+@pytest.mark.usefixtures("timeout_1ms")
+async def test_async_search_past_timeout_raises(store: RedisStore, client: redis.Redis) -> None:
+    aclient = aredis.Redis(port=client.get_connection_kwargs()["port"])
+    astore = AsyncRedisStore(aclient, index=INDEX, prefix="t", mode="query_engine")  # type: ignore[arg-type]
+    with pytest.raises(SearchTimeoutError):
+        await astore.asearch(("notes",), filter={"kind": "fact"}, limit=5)
+    await aclient.aclose()
 
 
 @pytest.mark.usefixtures("timeout_1ms")
