@@ -9,7 +9,7 @@ local function ft_search(...)
   redis.setresp(3)
   local r = redis.call('FT.SEARCH', ...)
   redis.setresp(2)
-  local out, rows = {0}, {}
+  local out, rows = {}, {}
   for k, v in pairs(r.map) do
     local name = ft_name(k)
     if name == 'total_results' then out[1] = v
@@ -21,6 +21,8 @@ local function ft_search(...)
       end
     end
   end
+  -- a reply of another shape (another module version) fails loudly rather than reading as empty
+  if type(out[1]) ~= 'number' then error({err = 'ERR FT.SEARCH answered no total_results under RESP3'}) end
   local n = 1
   for _, row in ipairs(rows) do
     local id, score, sortkey, fields
