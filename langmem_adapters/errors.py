@@ -35,6 +35,7 @@ __all__ = [
     "NamespaceTemplateError",
     "NonJSONValueError",
     "RecordNotFoundError",
+    "SearchTimeoutError",
     "ServerConfigError",
     "ServerRefusedError",
     "SettingUnavailableError",
@@ -143,6 +144,22 @@ class ServerRefusedError(StoreError):
     of memory, a statement timeout... On PostgreSQL a batch's writes run in one transaction, which
     the error rolled back. The message names the server's reply; the driver's exception is
     ``__cause__``."""
+
+
+class SearchTimeoutError(ServerRefusedError):
+    """A Redis Query Engine search ran past the server's query timeout (the search module's
+    ``TIMEOUT``, 500 ms by default): with ``ON_TIMEOUT return`` (the default) the server answers the
+    rows found so far, which the store refuses to return as the complete answer. Raise the server's
+    ``TIMEOUT`` or narrow the search (a namespace prefix, a filter, a smaller ``limit``)."""
+
+    def __init__(self, why: str) -> None:
+        """``why``: the server's warning (``Timeout limit was reached``)."""
+        super().__init__(
+            f"a Query Engine search ran past the Redis server's query timeout ({why}) and the "
+            "server answered only the rows found so far; the store returns no partial result: "
+            "raise the search module's TIMEOUT (FT.CONFIG SET TIMEOUT <ms>, or its module "
+            "argument) or narrow the search (a namespace prefix, a filter, a smaller limit)"
+        )
 
 
 class TransientServerError(ServerRefusedError):

@@ -25,6 +25,7 @@ from redis.exceptions import ClusterDownError, MaxConnectionsError, NoScriptErro
 from redis.utils import HIREDIS_AVAILABLE
 
 from langmem_adapters.errors import (
+    SearchTimeoutError,
     ServerRefusedError,
     StoreConnectionError,
     first_line,
@@ -65,11 +66,24 @@ def lost(exc: Exception) -> StoreConnectionError:
     )
 
 
+def _timed_out(exc: ResponseError) -> str | None:
+    """What the server said when a search ran past its query timeout, else None: ``SEARCHTIMEOUT``
+    from our scripts (``ON_TIMEOUT return``, ``lua/ft_search.lua``), or the server's own error
+    (``ON_TIMEOUT fail``); without the script's name and line the server appends."""
+    said = first_line(exc)
+    if not said.startswith(("SEARCHTIMEOUT ", "Timeout limit was reached")):
+        return None
+    return said.removeprefix("SEARCHTIMEOUT ").split(" script: ")[0]
+
+
 def ours(exc: BaseException | None) -> Exception | None:
     """This package's error for an exception of redis-py (``None`` for any other): a lost
-    connection (:func:`lost`), or ``ServerRefusedError`` naming the error the server answered."""
+    connection (:func:`lost`), a search past the server's query timeout (:func:`_timed_out`), or
+    ``ServerRefusedError`` naming the error the server answered."""
     if isinstance(exc, LOST):
         return lost(exc)
+    if isinstance(exc, ResponseError) and (why := _timed_out(exc)) is not None:
+        return SearchTimeoutError(why)
     if isinstance(exc, redis.RedisError):
         return ServerRefusedError(
             f"Redis refused the request ({type(exc).__name__}: {first_line(exc)})"

@@ -14,20 +14,14 @@ import numpy as np
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.errors import ServerRefusedError
+from langmem_adapters.errors import SearchTimeoutError, ServerRefusedError
 from langmem_adapters.redis.layout import Keys, text, vector_dtype
+from langmem_adapters.redis.replies import timeout_warning, total_results
 from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import ADHOC, EVERY, total_results
+from langmem_adapters.redis.search import ADHOC, EVERY
 
 __all__ = ["RedisProbe"]
-
-
-def _warnings(reply: Any) -> list[str]:
-    """The warnings of an FT.SEARCH reply (RESP3 only; RESP2 has none)."""
-    if not isinstance(reply, Mapping):
-        return []
-    return [text(w) for w in reply.get("warning", reply.get(b"warning", [])) or []]
 
 
 def _hits(reply: Any) -> list[Hit]:
@@ -35,10 +29,10 @@ def _hits(reply: Any) -> list[Hit]:
     (``TIMEOUT``, 500 ms by default, with ``ON_TIMEOUT return``) answers a partial list, its rows
     without the distance: raised, as a measurement on it would be wrong (the check runs again)."""
     rows = _rows(reply)
-    warned = [w for w in _warnings(reply) if "imeout" in w]
-    if warned or any("d" not in fields for _, fields in rows):
-        why = warned[0] if warned else "a row without its distance"
-        raise ServerRefusedError(f"a calibration KNN query came back partial ({why})")
+    if (why := timeout_warning(reply)) is not None:
+        raise SearchTimeoutError(why)
+    if any("d" not in fields for _, fields in rows):  # RESP2: no warning, but a row without it
+        raise ServerRefusedError("a calibration KNN query came back partial (a row without 'd')")
     return [(doc, float(text(fields["d"]))) for doc, fields in rows]
 
 

@@ -18,10 +18,12 @@ __all__ = ["SCRIPTS", "SHA", "Call", "Round"]
 
 
 def _source(name: str) -> str:
-    """A script's text, with the shared registry step and the layout's constants filled in."""
+    """A script's text, with the shared registry step, the shared ``ft_search`` (``FT.SEARCH`` that
+    refuses a timed-out reply) and the layout's constants filled in."""
     lua = resources.files("langmem_adapters.redis").joinpath("lua")
     src = lua.joinpath(f"{name}.lua").read_text("utf-8")
     src = src.replace("-- REGISTRY_TTL", lua.joinpath("registry_ttl.lua").read_text("utf-8"))
+    src = src.replace("-- FT_SEARCH", lua.joinpath("ft_search.lua").read_text("utf-8"))
     return src.replace("NO_EXPIRY", str(NO_EXPIRY)).replace("GRACE", str(GRACE_MS))
 
 

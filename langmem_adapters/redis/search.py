@@ -17,6 +17,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import Distance, IndexSpec, explicit_breadth, search_breadth
 from langmem_adapters.redis.layout import Keys, text, under, vector_dtype
 from langmem_adapters.redis.records import Record
+from langmem_adapters.redis.replies import total_results
 from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute, info_field, num_docs
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.stats import RedisStats
@@ -36,7 +37,6 @@ __all__ = [
     "knn_settings",
     "read_items_info",
     "shortcuts",
-    "total_results",
     "unscored_tail",
 ]
 
@@ -304,13 +304,6 @@ def unscored_tail(
     (reply,) = yield Round([newest.call(window)])
     rows = newest.page((yield from newest.run(reply, window)))
     return [r for r in rows if (r.namespace, r.key) not in scored][skip : skip + room]
-
-
-def total_results(reply: Any) -> int:
-    """``total_results`` of an FT.SEARCH reply (a map under RESP3, a list under RESP2)."""
-    if isinstance(reply, dict):
-        return int(reply.get("total_results") or reply.get(b"total_results") or 0)
-    return int(reply[0])
 
 
 def shortcuts(keys: Keys, stats: RedisStats | None) -> tuple[list[Call], dict[str, int] | None]:

@@ -14,7 +14,7 @@ from langgraph.store.base import PutOp
 
 from langmem_adapters.core.filters import parse_filter
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
-from langmem_adapters.redis.search import total_results
+from langmem_adapters.redis.replies import total_results
 from langmem_adapters.redis.tokens import namespace_tags, path_token, pushdown
 from tests import servers
 

@@ -186,7 +186,7 @@ def test_a_repeated_search_reads_only_the_newest_range(
     second = _script_queries(client, prefix, search)
     assert not any("@o:[" in q and "SORTBY u" in q for q in first)  # no edge known yet
     assert second and all("@o:[" in q and "SORTBY u DESC" in q for q in second)
-    windows = {q.split(" LIMIT 0 ")[1].split()[0] for q in first} - {"0"}
+    windows = {q.split(" LIMIT 0 ")[1].split()[0] for q in first if "SORTBY" in q}
     assert len(second) == len(windows)  # one query per window read
     _shortcuts(monkeypatch, False)
     plain = _script_queries(client, prefix, search)
@@ -208,7 +208,7 @@ def test_the_optimizer_window_is_checked_and_kept(
     store.search(("b",), limit=1)  # reads the index's size
     want = sorted((f"late{i}" for i in range(50, 60)), key=lambda k: -int(k[4:]))
     queries = _script_queries(client, prefix, lambda: store.search(("a",), limit=10))
-    assert "WITHOUTCOUNT" in queries[0] and "LIMIT 0 0" in queries[1] and len(queries) == 2
+    assert "WITHOUTCOUNT" in queries[0] and "LIMIT 0 1 " in queries[1] and len(queries) == 2
     assert [i.key for i in store.search(("a",), limit=10)] == want
 
 

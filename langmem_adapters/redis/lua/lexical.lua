@@ -2,7 +2,7 @@
 -- filter clauses (text, may be empty), the window, the rare share, the index's size (-1: count it
 -- here), the page's end, the hits to read (see below), k, u, then k words known to be rare, u words
 -- not counted lately and the query's other words (known to be common). Each of the u words is counted first (FT.SEARCH ...
--- LIMIT 0 0) and is rare when at most max(1, page, floor(share x size)) items hold it
+-- LIMIT 0 1) and is rare when at most max(1, page, floor(share x size)) items hold it
 -- (HybridSpec.rare_bound), else common. The rare words select the hits; the common ones add to the
 -- BM25STD scores of those hits and select none. All are passed as query parameters (never spliced
 -- into the query); the clauses select only (the words alone score);
@@ -14,16 +14,18 @@
 -- text [hits, [[meta, created, score] or [key, score], ...], [counts of the u words], size]. A hit
 -- whose key expired is left out; hits still counts it, so the caller can tell a short window from an
 -- exhausted result.
+-- FT_SEARCH
 local index, head, window, share = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local size, page, read = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local k, u = tonumber(ARGV[8]), tonumber(ARGV[9])
-if size < 0 then size = redis.call('FT.SEARCH', index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
+if size < 0 then size = ft_search(index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
 local bound = math.max(1, page, math.floor(share * size))
 local kept, common, counts = {}, {}, {}
 for i = 1, k do kept[#kept + 1] = ARGV[9 + i] end
 for i = k + 1, k + u do
   local word = ARGV[9 + i]
-  local n = redis.call('FT.SEARCH', index, '@w:($t)', 'VERBATIM', 'LIMIT', 0, 0, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
+  -- LIMIT 0 1: a count-only LIMIT 0 0 reply past the TIMEOUT can come back short unwarned
+  local n = ft_search(index, '@w:($t)', 'VERBATIM', 'NOCONTENT', 'LIMIT', 0, 1, 'PARAMS', 2, 't', word, 'DIALECT', 2)[1]
   counts[#counts + 1] = n
   if n > 0 and n <= bound then kept[#kept + 1] = word elseif n > 0 then common[#common + 1] = word end
 end
@@ -66,7 +68,7 @@ local args = {index, query, 'NOCONTENT', 'VERBATIM',
 for _, p in ipairs(params) do args[#args + 1] = p end
 args[#args + 1] = 'DIALECT'
 args[#args + 1] = 2
-local r = redis.call('FT.SEARCH', unpack(args))
+local r = ft_search(unpack(args))
 -- The reply is one table.concat of its pieces, as in search.lua: a string per row (an item is ~2 KB
 -- on LongMemEval) and a joined body took ~120 of the script's ~450 us in a namespace (replayed).
 local rows, n, sep, done, last = {''}, 1, '[', 0, nil

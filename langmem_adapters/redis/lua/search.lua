@@ -11,6 +11,7 @@
 -- second field is then the window's last updated_at when the window is full (else null).
 -- The reply is one table.concat of its pieces: Lua hashes and copies every string it makes, and a
 -- string per row plus a joined body cost a fifth of the script beside its FT.SEARCH (measured).
+-- FT_SEARCH
 local load, w, guess = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
 local r, edge
 if w > 0 then
@@ -24,12 +25,12 @@ if w > 0 then
   local idx, q = ARGV[4], ARGV[5]
   local function within(range) return q == '*' and range or (q .. ' ' .. range) end
   if guess ~= '' then
-    local h = redis.call('FT.SEARCH', idx, within('@o:[' .. guess .. ' +inf]'), 'SORTBY', 'u',
+    local h = ft_search(idx, within('@o:[' .. guess .. ' +inf]'), 'SORTBY', 'u',
       'DESC', 'LIMIT', 0, w, 'NOCONTENT', 'WITHSORTKEYS', 'DIALECT', 2)
     if h[1] >= w then r = h end
   end
   if not r then
-    local o = redis.call('FT.SEARCH', idx, q, 'SORTBY', 'o', 'DESC', 'WITHOUTCOUNT', 'LIMIT', 0, w,
+    local o = ft_search(idx, q, 'SORTBY', 'o', 'DESC', 'WITHOUTCOUNT', 'LIMIT', 0, w,
       'NOCONTENT', 'WITHSORTKEYS', 'DIALECT', 2)
     if #o == 2 * w + 1 then
       local e = string.sub(o[#o], 2)  -- a sort key is '#' and the number
@@ -37,14 +38,15 @@ if w > 0 then
       for i = 3, #o, 2 do
         if tonumber(string.sub(o[i], 2)) > last then newer = newer + 1 end
       end
-      local c = redis.call('FT.SEARCH', idx, within('@o:[(' .. e .. ' +inf]'), 'LIMIT', 0, 0,
+      -- LIMIT 0 1: a count-only LIMIT 0 0 reply past the TIMEOUT can come back short unwarned
+      local c = ft_search(idx, within('@o:[(' .. e .. ' +inf]'), 'NOCONTENT', 'LIMIT', 0, 1,
         'DIALECT', 2)
       if c[1] == newer then r = o end
     end
   end
   -- else the plain query, whose last sort key is the next guess (none when the window is short:
   -- every match is in it, and the range of a guess would hold them all)
-  r = r or redis.call('FT.SEARCH', idx, q, 'SORTBY', 'u', 'DESC', 'LIMIT', 0, w, 'NOCONTENT',
+  r = r or ft_search(idx, q, 'SORTBY', 'u', 'DESC', 'LIMIT', 0, w, 'NOCONTENT',
     'WITHSORTKEYS', 'DIALECT', 2)
   local key = r[#r]  -- '#' and the number (a hash without ``u``, not written here, has none)
   if #r == 2 * w + 1 and type(key) == 'string' and string.match(key, '^#[-+0-9.eE]+$') then
@@ -54,7 +56,7 @@ if w > 0 then
   for i = 2, #r, 2 do ids[#ids + 1] = r[i] end
   r = ids
 end
-r = r or redis.call('FT.SEARCH', unpack(ARGV, 4))
+r = r or ft_search(unpack(ARGV, 4))
 local rows, n, sep = {''}, 1, '['
 if type(r[3]) ~= 'table' then
   -- NOCONTENT (or no hits): item hashes, in order; every hit is read (it has no distance to tie on,
