@@ -92,11 +92,13 @@ def timed_drop(client: redis.Redis, store: RedisStore) -> dict[str, Any]:
     scripts = [e["duration"] for e in log if e["command"].split()[0].upper() == b"EVALSHA"]
     longest = max(scripts, default=0) / 1000
     median = statistics.median(scripts) / 1000 if scripts else 0.0
+    over = sum(d > 50_000 for d in scripts)
     return {
         "removed": removed,
         "calls": calls,
         "longest_ms": longest,
         "median_ms": median,
+        "over_50ms": over,
         "wall_s": wall,
     }
 
@@ -140,7 +142,7 @@ def main() -> None:
             r = run(mode, args.n, batch, args.index)
             print(
                 f"| {mode} | {r['batch']} | {r['calls']} | {r['longest_ms']:.1f} | "
-                f"{r['median_ms']:.1f} | "
+                f"{r['median_ms']:.1f} | {r['over_50ms']} | "
                 f"{r['wall_s']:.2f} | {r['removed']} | {r['left']} |",
                 flush=True,
             )
