@@ -117,6 +117,8 @@ def _drop_each(keys: Keys, qe: str, base: str, spaces: list[str]) -> Steps:
     """Cluster: one ``drop`` call per namespace (its own slot), rounds of namespaces whose
     entries add up to a batch (a pipeline runs on a node back to back); returns the live items
     deleted."""
+    if not spaces:
+        return 0
     sizes = yield Round([Call(("ZCARD", keys.zset(ns))) for ns in spaces])
     pending = {ns: int(n) for ns, n in zip(spaces, sizes)}
     removed = 0

@@ -298,5 +298,6 @@ def test_redis_cluster_namespaces_larger_than_a_batch(cluster_url: Any) -> None:
         assert list(store.iter_items(("big",))) == []
         assert store.list_namespaces(prefix=("big",)) == []
         assert [i.key for i in store.iter_items(("bigger",))] == ["k"]
+        assert store.delete_namespace(("big",)) == 0  # nothing left
     finally:
         rc.close()
