@@ -111,3 +111,18 @@ def test_a_writer_racing_the_delete(store: RedisStore) -> None:
     assert listed == ([("big",)] if held else [])
     found = store.search(("big",), query="topic racing", limit=len(written) + 1)
     assert sorted(i.key for i in found) == sorted(held)
+
+
+def test_more_namespaces_than_a_batch(store: RedisStore) -> None:
+    """A prefix holding more namespaces than one call takes: several calls, every one deleted."""
+    many = 2 * DROP_BATCH + 1
+    store.batch([PutOp(("big", "many", f"n{i}"), "k", {"text": "topic"}) for i in range(many)])
+    client = _client(store)
+    with server_calls(client) as calls:
+        assert store.delete_namespace(("big", "many")) == many
+    assert calls["evalsha"] >= 3
+    assert store.list_namespaces(prefix=("big", "many")) == []
+    registry = {n.decode() for n in client.zrange(store.keys.registry, 0, -1)}
+    assert registry == {"big", "big.sub", "bigger"}
+    assert store.count(("big",)) == BIG + SUB
+    client.close()
