@@ -273,3 +273,31 @@ def test_redis_cluster_one_call_per_namespace(cluster_url: Any) -> None:
         assert store.count(("users",)) == 2 * (len(LABELS) - 6)
     finally:
         rc.close()
+
+
+def test_redis_cluster_namespaces_larger_than_a_batch(cluster_url: Any) -> None:
+    """On a cluster a namespace of several batches goes in several calls, small ones share rounds."""
+    import uuid
+
+    from langgraph.store.base import PutOp
+    from redis.cluster import ClusterNode, RedisCluster
+
+    from langmem_adapters.redis import RedisStore
+    from langmem_adapters.redis.namespaces import DROP_BATCH
+
+    rc = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p.port) for p in cluster_url])
+    try:
+        store = RedisStore(rc, prefix=f"c{uuid.uuid4().hex[:8]}", mode="plain")
+        big = 2 * DROP_BATCH + 3
+        store.batch([PutOp(("big",), f"k{i}", {"i": i}) for i in range(big)])
+        for label in LABELS[:5]:
+            store.put(("big", label), "k", {"i": 0})
+        store.put(("bigger",), "k", {"i": 0})
+        assert store.delete_namespace(("big",)) == big + 5
+        assert store.count(("big",)) == 0
+        assert list(store.iter_items(("big",))) == []
+        assert store.list_namespaces(prefix=("big",)) == []
+        assert [i.key for i in store.iter_items(("bigger",))] == ["k"]
+        assert store.delete_namespace(("big",)) == 0  # nothing left
+    finally:
+        rc.close()

@@ -1,27 +1,23 @@
--- Delete whole namespaces: their items, vector documents (Query Engine mode), reindex shadows, ZSETs
--- and registry entries.
--- KEYS: the registry when ARGV[3] is "1" (a single server), then the namespaces' ZSETs.
--- ARGV: now_ms, query engine ("1"/"0"), registry ("1"/"0"), the prefix's text, then the namespaces
--- (one per ZSET, in order). With the registry, the script first reads it: if it lists a namespace
--- under the prefix (whole labels) that is not among ARGV, nothing is deleted and the reply is
--- {0, missing namespaces...}, so the caller asks again with them; otherwise {1, live items deleted}.
--- A namespace created concurrently under the prefix is thus deleted whole or not touched at all.
-local now, qe, reg, base = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3] == '1' and KEYS[1], ARGV[4]
-local first = reg and 2 or 1
-if reg then
-  local given, missing = {}, {0}
-  for i = 5, #ARGV do given[ARGV[i]] = true end
-  for _, ns in ipairs(redis.call('ZRANGE', reg, 0, -1)) do
-    if (ns == base or string.sub(ns, 1, #base + 1) == base .. '.') and not given[ns] then
-      missing[#missing + 1] = ns
-    end
-  end
-  if #missing > 1 then return missing end
-end
-local removed = 0
+-- Delete whole namespaces a bounded batch at a time: their items, vector documents (Query Engine
+-- mode), reindex shadows, ZSETs and registry entries.
+-- KEYS: the registry when ARGV[3] is not "0" (a single server), then the namespaces' ZSETs.
+-- ARGV: now_ms, query engine ("1"/"0"), registry ("0": none, a cluster; "1": kept; "2": kept and
+-- checked), the prefix's text, the batch (most ZSET entries and namespaces this call handles),
+-- then the namespaces (one per ZSET, in order).
+-- The namespaces are emptied in order, each from its lowest score up, so the namespace's top score
+-- (its registry score) stands until its last entry goes: after every call each namespace is whole
+-- but smaller, or gone with its ZSET and registry entry. With "2", once every given namespace is
+-- gone, the script reads the registry and replies the namespaces under the prefix (whole labels)
+-- it still lists (created meanwhile: the caller deletes them next).
+-- Reply: {live items deleted, namespaces emptied (the first ones given), listed namespaces...}.
+local now, qe, base = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[4]
+local reg = ARGV[3] ~= '0' and KEYS[1]
+local first, left = reg and 2 or 1, tonumber(ARGV[5])
+local removed, emptied = 0, 0
 for i = first, #KEYS do
+  if left <= 0 then break end
   local z = KEYS[i]
-  local members = redis.call('ZRANGE', z, 0, -1, 'WITHSCORES')
+  local members = redis.call('ZRANGE', z, 0, left - 1, 'WITHSCORES')
   for j = 1, #members, 2 do
     local key = members[j]
     -- an expired item reads as absent here: it is neither counted nor left behind
@@ -29,10 +25,20 @@ for i = first, #KEYS do
     if qe then redis.call('DEL', (string.gsub(key, '^([^:]*):i:', '%1:v:'))) end
     redis.call('DEL', (string.gsub(key, '^([^:]*):i:', '%1:r:')))  -- its reindex shadow, if any
   end
+  left = left - #members / 2 - 1
+  if #members > 0 then redis.call('ZREMRANGEBYRANK', z, 0, #members / 2 - 1) end
+  if redis.call('ZCARD', z) > 0 then break end
   redis.call('DEL', z)
-  if reg then redis.call('ZREM', reg, ARGV[i - first + 5]) end
+  if reg then redis.call('ZREM', reg, ARGV[i - first + 6]) end
+  emptied = emptied + 1
 end
-if reg then
+local reply = {removed, emptied}
+if reg and emptied == #KEYS - 1 then
+  if ARGV[3] == '2' then
+    for _, ns in ipairs(redis.call('ZRANGE', reg, 0, -1)) do
+      if ns == base or string.sub(ns, 1, #base + 1) == base .. '.' then reply[#reply + 1] = ns end
+    end
+  end
 -- REGISTRY_TTL
 end
-return {1, removed}
+return reply
