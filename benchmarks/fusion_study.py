@@ -5,7 +5,8 @@ No store runs here. For each question and scope (the whole collection, or the qu
 namespace) the two sides are what a hybrid search of a ``limit=10`` page fuses:
 
 - **vector**: the page's 10 nearest items by exact cosine (WordLlama's bundled 256-d model, or
-  with ``--embedder glove`` GloVe 6B 50-d word means, ``benchmarks/glove_embeddings.py``);
+  with ``--embedder glove`` GloVe 6B 50-d word means, ``benchmarks/glove_embeddings.py``, or with
+  ``--embedder minilm`` all-MiniLM-L6-v2, ``benchmarks/minilm_embeddings.py``);
 - **lexical**: the best 40 (``HybridSpec.candidates(0, 10)``) of the items holding a query word
   that *selects* (``core.hybrid.query_words``, stop words aside; a word selects when the whole
   collection has at most ``HybridSpec.rare_bound(N, 10)`` texts holding it, 5% by default), scored
@@ -37,6 +38,7 @@ Examples::
     python benchmarks/fusion_study.py --designs kept,coverage --data lme
     python benchmarks/fusion_study.py --dims 128         # WordLlama's 128-d truncation
     python benchmarks/fusion_study.py --embedder glove   # the second, unrelated embedder
+    python benchmarks/fusion_study.py --embedder minilm  # the third, contextual (~20 min once)
 """
 
 from __future__ import annotations
