@@ -154,12 +154,17 @@ class SearchTimeoutError(ServerRefusedError):
 
     def __init__(self, why: str) -> None:
         """``why``: the server's warning (``Timeout limit was reached``)."""
+        self.why = why
         super().__init__(
             f"a Query Engine search ran past the Redis server's query timeout ({why}) and the "
             "server answered only the rows found so far; the store returns no partial result: "
             "raise the search module's TIMEOUT (FT.CONFIG SET TIMEOUT <ms>, or its module "
             "argument) or narrow the search (a namespace prefix, a filter, a smaller limit)"
         )
+
+    def __reduce__(self) -> tuple[type[SearchTimeoutError], tuple[str]]:
+        """Pickled with the server's warning, so that it unpickles with the same message."""
+        return (type(self), (self.why,))
 
 
 class TransientServerError(ServerRefusedError):

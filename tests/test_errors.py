@@ -96,3 +96,12 @@ def test_namespace_errors_are_ours_and_langgraphs() -> None:
 
     with pytest.raises(LangmemAdaptersError):
         SemanticMemory(InMemoryStore(), namespace=())
+
+
+@pytest.mark.parametrize("cls", ERRORS, ids=lambda c: c.__name__)
+def test_every_error_survives_pickling_with_its_message(cls: type[BaseException]) -> None:
+    import pickle
+
+    error = cls("what happened")
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is cls and str(again) == str(error)
