@@ -57,7 +57,11 @@ from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import SCRIPTS
 
 #: The replayed scripts: today's and the variants (``redis_fusion_lua.py``).
-VARIANTS = ("today", "ew", "e_idf", "e_idf_all", "idf", "knn_idf")
+VARIANTS = (
+    "today", "ew", "e_idf", "e_idf_all", "idf", "knn_idf", "idf_inkeys", "knn_inkeys"
+)  # fmt: skip
+#: The variants that give no cosines.
+NO_COSINE = ("idf", "idf_inkeys")
 ItemKey = tuple[str, str]
 
 
@@ -114,9 +118,9 @@ class Replayer:
         if name == "e_idf_all":
             args[6] = args[2]  # read = window: every candidate's m and c
         pairs = [x for w, n in rp.df.items() for x in (w, n)]
-        if name in ("e_idf", "e_idf_all", "idf"):
+        if name in ("e_idf", "e_idf_all", *NO_COSINE):
             args = [len(pairs), *pairs, *args]
-        elif name == "knn_idf":
+        elif name in ("knn_idf", "knn_inkeys"):
             extra = [rp.vindex, rp.field, rp.qvec.tobytes(), *pairs]
             args = [len(extra), *extra, *args]
         elif name == "ew":
@@ -134,7 +138,7 @@ class Replayer:
         keys = [self._key(row) for row in rows]
         if name == "today":
             return [Candidate(k, None, 0.0) for k in keys]
-        if name in ("knn_idf", "idf"):
+        if name in ("knn_idf", "knn_inkeys", *NO_COSINE):
             return [Candidate(k, row[-2], float(row[-1])) for k, row in zip(keys, rows)]
         cos = cosines([row[-2] for row in rows], rp.qvec)
         if name == "ew":
@@ -294,15 +298,14 @@ def check(s: Setup, calls: dict[int, Replay], count: int) -> None:
         qv = np.asarray(s.embed.embed_query(q.text), np.float64)
         terms = {w: df[w] for w in query_terms(q.text) if df[w]}
         for name in VARIANTS[1:]:
-            if name == "idf":
-                continue
             got = s.replayer.replay(name, rp)
             for c in got:
                 v = np.asarray(s.embed.embed_query(items[c.key]), np.float64)
                 cos = float(v @ qv / np.linalg.norm(v) / np.linalg.norm(qv))
                 idf = idf_sum(held[c.key], terms, len(items))
                 pair = worst.setdefault(name, [0.0, 0.0, 0.0])
-                pair[0] = max(pair[0], abs((c.cosine if c.cosine is not None else 9.0) - cos))
+                if name not in NO_COSINE:
+                    pair[0] = max(pair[0], abs((c.cosine if c.cosine is not None else 9.0) - cos))
                 pair[1] = max(pair[1], abs(c.idf - idf))
                 pair[2] += 1
     for name, (dc, di, m) in worst.items():

@@ -41,9 +41,11 @@ local function add(...)
   for j = 1, #t do rows[n + j] = t[j] end
   n = n + #t
 end
-local idf = {}
+local idf, idfw = {}, {}
 local function weigh(word, df)
-  if df > 0 then idf[' ' .. word .. ' '] = math.log(1 + (size - df + 0.5) / (df + 0.5)) end
+  if df <= 0 then return end
+  idfw[word] = math.log(1 + (size - df + 0.5) / (df + 0.5))
+  idf[' ' .. word .. ' '] = idfw[word]
 end
 local function idfsum(w)
   local s, padded = 0, ' ' .. (w or '') .. ' '
@@ -127,9 +129,10 @@ local function part(key, score)
 end
 """
 
-KNN_IDF = """
+#: The candidates' best cosines (``cos``, by item hash) from a KNN query restricted to their vector
+#: documents (P:i:... -> P:v:...; a prefix holds no ':').
+KNN = """
 weigh_all(4)
--- the candidates' vector documents (P:i:... -> P:v:...; a prefix holds no ':'), their best cosine
 local vkeys, cos = {}, {}
 for i = 2, #r, 2 do
   local at = string.find(r[i], ':i:', 1, true)
@@ -142,28 +145,87 @@ if #vkeys > 0 then
     q[#q + 1] = a
   end
   local got = ft_search(unpack(q))
-  for i = 2, #got, 2 do cos[got[i]] = string.format('%.17g', 1 - tonumber(got[i + 1][2])) end
+  for i = 2, #got, 2 do
+    local vk = got[i]
+    local at = string.find(vk, ':v:', 1, true)
+    cos[string.sub(vk, 1, at) .. 'i' .. string.sub(vk, at + 2)] = string.format('%.17g', 1 - tonumber(got[i + 1][2]))
+  end
 end
-local function cosine(key)
-  local at = string.find(key, ':i:', 1, true)
-  return cos[string.sub(key, 1, at) .. 'v' .. string.sub(key, at + 2)] or 'null'
+"""
+
+#: The candidates' IDF sums (``sums``, by item hash) from one ``FT.SEARCH`` per query word
+#: restricted to the candidates (``INKEYS``): which of them hold it, without reading ``w``.
+INKEYS = """
+local sums, cands = {}, {}
+for i = 2, #r, 2 do cands[#cands + 1] = r[i]; sums[r[i]] = 0 end
+if #cands > 0 then
+  for word, x in pairs(idfw) do
+    local q = {index, '@w:($t)', 'VERBATIM', 'NOCONTENT', 'INKEYS', #cands}
+    for _, key in ipairs(cands) do q[#q + 1] = key end
+    for _, a in ipairs({'LIMIT', 0, #cands, 'PARAMS', 2, 't', word, 'DIALECT', 2}) do q[#q + 1] = a end
+    local got = ft_search(unpack(q))
+    for j = 2, #got do sums[got[j]] = sums[got[j]] + x end
+  end
 end
+local function summed(key) return string.format('%.17g', sums[key]) end
+"""
+
+KNN_IDF = (
+    KNN
+    + """
 local function full(key, score)
   local v = redis.call('HMGET', key, 'm', 'c', 'w')
   if not v[1] then return false end
-  add(sep, v[1], ',', v[2], ',', score, ',', cosine(key), ',', idfsum(v[3]), ']')
+  add(sep, v[1], ',', v[2], ',', score, ',', cos[key] or 'null', ',', idfsum(v[3]), ']')
   sep = ',['
   return true
 end
 local function part(key, score)
   local w = redis.call('HGET', key, 'w')
   if not w then return end
-  add(sep, cjson.encode(key), ',', score, ',', cosine(key), ',', idfsum(w), ']')
+  add(sep, cjson.encode(key), ',', score, ',', cos[key] or 'null', ',', idfsum(w), ']')
+  sep = ',['
+end
+"""
+)
+
+#: The rows when nothing is read but ``m`` and ``c`` (as today): ``value(key)`` is a row's last two.
+SUMMED_ROWS = """
+local function full(key, score)
+  local v = redis.call('HMGET', key, 'm', 'c')
+  if not v[1] then return false end
+  add(sep, v[1], ',', v[2], ',', score, ',', value(key), ']')
+  sep = ',['
+  return true
+end
+local function part(key, score)
+  if redis.call('EXISTS', key) == 0 then return end
+  add(sep, cjson.encode(key), ',', score, ',', value(key), ']')
   sep = ',['
 end
 """
 
-TAILS = {"ew": EW, "e_idf": E_IDF, "idf": IDF, "knn_idf": KNN_IDF}
+IDF_INKEYS = (
+    "weigh_all(1)\n"
+    + INKEYS
+    + "local function value(key) return 'null,' .. summed(key) end\n"
+    + SUMMED_ROWS
+)
+KNN_INKEYS = (
+    KNN
+    + INKEYS
+    + "local function value(key) return (cos[key] or 'null') .. ',' .. summed(key) end\n"
+    + SUMMED_ROWS
+)
+
+TAILS = {
+    "ew": EW,
+    "e_idf": E_IDF,
+    "idf": IDF,
+    "knn_idf": KNN_IDF,
+    "idf_inkeys": IDF_INKEYS,
+    "knn_inkeys": KNN_INKEYS,
+}
 
 
 def variant_sources() -> dict[str, str]:
