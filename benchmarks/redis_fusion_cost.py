@@ -58,7 +58,8 @@ from langmem_adapters.redis.scripts import SCRIPTS
 
 #: The replayed scripts: today's and the variants (``redis_fusion_lua.py``).
 VARIANTS = (
-    "today", "ew", "e_idf", "e_idf_all", "idf", "knn_idf", "idf_inkeys", "knn_inkeys"
+    "today", "ew", "e_idf", "e_idf_all", "idf", "knn_idf", "idf_inkeys", "knn_inkeys",
+    "knn_explain",
 )  # fmt: skip
 #: The variants that give no cosines.
 NO_COSINE = ("idf", "idf_inkeys")
@@ -120,7 +121,7 @@ class Replayer:
         pairs = [x for w, n in rp.df.items() for x in (w, n)]
         if name in ("e_idf", "e_idf_all", *NO_COSINE):
             args = [len(pairs), *pairs, *args]
-        elif name in ("knn_idf", "knn_inkeys"):
+        elif name in ("knn_idf", "knn_inkeys", "knn_explain"):
             extra = [rp.vindex, rp.field, rp.qvec.tobytes(), *pairs]
             args = [len(extra), *extra, *args]
         elif name == "ew":
@@ -138,7 +139,7 @@ class Replayer:
         keys = [self._key(row) for row in rows]
         if name == "today":
             return [Candidate(k, None, 0.0) for k in keys]
-        if name in ("knn_idf", "knn_inkeys", *NO_COSINE):
+        if name in ("knn_idf", "knn_inkeys", "knn_explain", *NO_COSINE):
             return [Candidate(k, row[-2], float(row[-1])) for k, row in zip(keys, rows)]
         cos = cosines([row[-2] for row in rows], rp.qvec)
         if name == "ew":

@@ -218,6 +218,41 @@ KNN_INKEYS = (
     + SUMMED_ROWS
 )
 
+#: ``knn_explain``'s search: today's query with ``EXPLAINSCORE`` (RESP2, so without the timeout
+#: check of ``ft_search``), each hit's held query words read from its explanation's term lines.
+EXPLAIN_CUT = """
+table.insert(args, 6, 'EXPLAINSCORE')
+local r = redis.call('FT.SEARCH', unpack(args))
+local held = {}
+local function names(node, into)
+  if type(node) == 'table' and node.ok then node = node.ok end  -- a line is a status reply
+  if type(node) == 'string' then
+    local w = string.match(node, '^(%S+): %(')
+    if w then into[w] = true end
+  elseif type(node) == 'table' then
+    for _, x in ipairs(node) do names(x, into) end
+  end
+end
+for i = 2, #r, 2 do
+  local into = {}
+  names(r[i + 1][2], into)
+  held[r[i]] = into
+  r[i + 1] = r[i + 1][1]
+end
+"""
+
+KNN_EXPLAIN = (
+    KNN
+    + """
+local function value(key)
+  local s = 0
+  for w in pairs(held[key] or {}) do s = s + (idfw[w] or 0) end
+  return (cos[key] or 'null') .. ',' .. string.format('%.17g', s)
+end
+"""
+    + SUMMED_ROWS
+)
+
 TAILS = {
     "ew": EW,
     "e_idf": E_IDF,
@@ -233,5 +268,7 @@ def variant_sources() -> dict[str, str]:
     head, cut, _ = SCRIPTS["lexical"].partition(CUT)
     if not cut:
         raise RuntimeError("the lexical script no longer runs its search as this benchmark expects")
-    own = PRELUDE + head.replace("ARGV", "A") + cut + HELPERS
-    return {name: own + tail + LOOP for name, tail in TAILS.items()}
+    head = PRELUDE + head.replace("ARGV", "A")
+    out = {name: head + cut + HELPERS + tail + LOOP for name, tail in TAILS.items()}
+    out["knn_explain"] = head + EXPLAIN_CUT + HELPERS + KNN_EXPLAIN + LOOP
+    return out
