@@ -321,6 +321,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def conversation_data(name: str, questions: int | None) -> Collection | None:
+    """The data set ``name`` of :data:`DATA`, cut to its first ``questions`` questions and their
+    sessions (``None``: all); ``None``, said on stdout, when it cannot be had (the benchmark skips)."""
+    try:
+        data = DATA[name]()
+    except DataUnavailable as exc:
+        print(f"{name} is not available, skipping: {exc}")
+        return None
+    return data.subset(questions) if questions else data
+
+
 def precomputed(data: Collection, embedder: str) -> Precomputed:
     """Every item's and question's vector by ``embedder``, computed once before any store is loaded,
     so the stores' latency excludes the model."""
@@ -329,14 +340,9 @@ def precomputed(data: Collection, embedder: str) -> Precomputed:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        data = DATA[args.data]()
-    except DataUnavailable as exc:
-        print(f"{args.data} is not available, skipping: {exc}")
+    data = conversation_data(args.data, args.questions or (60 if args.quick else None))
+    if data is None:
         return 0
-    size = args.questions or (60 if args.quick else None)
-    if size:
-        data = data.subset(size)
     modes = args.modes.split(",")
     types = sorted(Counter(q.qtype for q in data.questions))
     embed = precomputed(data, args.embedder)

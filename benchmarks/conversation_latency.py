@@ -36,12 +36,13 @@ from benchmarks.bench_conversations import (
     EMBEDDER_NAMES,
     LIMIT,
     SCOPES,
+    conversation_data,
     load_store,
     precomputed,
     puts,
 )
 from benchmarks.bench_retrieval import Precomputed
-from benchmarks.longmemeval import Collection, DataUnavailable, Question
+from benchmarks.longmemeval import Collection, Question
 from benchmarks.retrieval_stores import BACKENDS
 
 #: Questions searched once by every store before the timed pass.
@@ -112,13 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--questions", type=int, default=None, help="questions (default all)")
     p.add_argument("--runs", type=int, default=3, help="searches per store and question")
     args = p.parse_args(argv)
-    try:
-        data = DATA[args.data]()
-    except DataUnavailable as exc:
-        print(f"{args.data} is not available, skipping: {exc}")
+    data = conversation_data(args.data, args.questions)
+    if data is None:
         return 0
-    if args.questions:
-        data = data.subset(args.questions)
     embed = precomputed(data, args.embedder)
     print(
         f"{args.data}: {len(data.items)} items, {len(data.questions)} questions, "

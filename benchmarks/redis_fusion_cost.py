@@ -42,10 +42,19 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from langgraph.store.base import BaseStore
 
-from benchmarks.bench_conversations import DATA, LIMIT, SCOPES, load_store, precomputed, puts
+from benchmarks.bench_conversations import (
+    DATA,
+    EMBEDDER_NAMES,
+    LIMIT,
+    SCOPES,
+    conversation_data,
+    load_store,
+    precomputed,
+    puts,
+)
 from benchmarks.bench_retrieval import Precomputed
 from benchmarks.conversation_latency import prefix
-from benchmarks.longmemeval import Collection, DataUnavailable, Question
+from benchmarks.longmemeval import Collection, Question
 from benchmarks.redis_fusion_lua import variant_sources
 from benchmarks.retrieval_stores import BACKENDS
 from langmem_adapters.core import namespaces as nsp
@@ -351,21 +360,17 @@ def run(data: Collection, embed: Precomputed, runs: int, checks: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default="longmemeval", choices=sorted(DATA))
-    p.add_argument("--embedder", default="wordllama")
+    p.add_argument("--embedder", default="wordllama", choices=sorted(EMBEDDER_NAMES))
     p.add_argument("--questions", type=int, default=None, help="questions (default all)")
     p.add_argument("--runs", type=int, default=3, help="times per op and question (best kept)")
     p.add_argument("--check", type=int, default=20, help="questions checked against numpy")
     p.add_argument("--quick", action="store_true", help="20 questions, one run (CI)")
     args = p.parse_args(argv)
-    try:
-        data = DATA[args.data]()
-    except DataUnavailable as exc:
-        print(f"{args.data} is not available, skipping: {exc}")
-        return 0
     if args.quick:
         args.questions, args.runs = 20, 1
-    if args.questions:
-        data = data.subset(args.questions)
+    data = conversation_data(args.data, args.questions)
+    if data is None:
+        return 0
     embed = precomputed(data, args.embedder)
     print(
         f"{args.data}: {len(data.items)} items, {len(data.questions)} questions, {args.embedder}, "

@@ -27,7 +27,7 @@ local function ft_search(...)
   for _, row in ipairs(rows) do
     local id, score, sortkey, fields
     for k, v in pairs(row.map) do
-      local name = type(k) == 'table' and k.ok or k
+      local name = ft_name(k)
       if name == 'id' then id = v
       elseif name == 'sortkey' then sortkey = v
       elseif name == 'score' then score = string.format('%.17g', v.double or v)
