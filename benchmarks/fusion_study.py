@@ -49,7 +49,7 @@ import os
 import pickle
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, field
 
@@ -59,12 +59,10 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import locomo, longmemeval, memory_set
+from benchmarks.bench_retrieval import embedded
 from benchmarks.glove_embeddings import DIMS as GLOVE_DIMS
-from benchmarks.glove_embeddings import load_glove
 from benchmarks.longmemeval import CACHE_DIR
 from benchmarks.minilm_embeddings import DIMS as MINILM_DIMS
-from benchmarks.minilm_embeddings import load_minilm
-from benchmarks.wordllama_embeddings import load_wordllama
 from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.hybrid import HybridSpec, query_words, words
 
@@ -131,20 +129,11 @@ def cache_tag(name: str) -> str:
     return name if EMBEDDER == "wordllama" else f"{EMBEDDER}-{name}"
 
 
-def embed(name: str, texts: list[str]) -> np.ndarray:
-    """Unit vectors of ``texts`` by :data:`EMBEDDER` (the first :data:`DIMS` dimensions), cached
-    per data set under ``benchmarks/.cache``."""
-    path = os.path.join(CACHE_DIR, f"fusion-{cache_tag(name)}-{len(texts)}.npy")
-    if os.path.exists(path):
-        vecs = np.load(path)
-    else:
-        model = {"wordllama": load_wordllama, "glove": load_glove, "minilm": load_minilm}[
-            EMBEDDER
-        ]()
-        vecs = np.asarray(model.embed(texts), dtype=np.float64)
-        os.makedirs(CACHE_DIR, exist_ok=True)
-        np.save(path, vecs)
-    vecs = vecs[:, :DIMS]
+def embed(texts: list[str]) -> np.ndarray:
+    """Unit vectors of ``texts`` by :data:`EMBEDDER` (the first :data:`DIMS` dimensions), as the
+    benchmarks embed them (``bench_retrieval.embedded``: a slow embedder's vectors kept on disk)."""
+    vectors = embedded(EMBEDDER, texts).vectors
+    vecs = np.array([vectors[t] for t in texts], dtype=np.float64)[:, :DIMS]
     return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
 
@@ -153,7 +142,7 @@ def conversations(name: str) -> Collection:
     data = longmemeval.load() if name == "lme" else locomo.load()
     texts = [item.text for item in data.items]
     qtexts = [q.text for q in data.questions]
-    vecs = embed(name, texts + qtexts)
+    vecs = embed(texts + qtexts)
     col = Collection(name, [words(t) for t in texts], vecs[: len(texts)])
     sessions = [item.session for item in data.items]
     spaces: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -174,7 +163,7 @@ def identifiers() -> Collection:
     data = memory_set.build()
     texts = [m.text for m in data.memories]
     qtexts = [q.text for q in data.questions]
-    vecs = embed("memory_set", texts + qtexts)
+    vecs = embed(texts + qtexts)
     col = Collection("memory_set", [words(t) for t in texts], vecs[: len(texts)])
     keys = [m.key for m in data.memories]
     users: dict[str, list[int]] = defaultdict(list)
@@ -616,26 +605,25 @@ def information_page_sampled(s: Sides) -> list[int]:
     return ordered({i: math.log(s.size / rank[i]) + lex.get(i, 0.0) for i in union_of(s)}, s)
 
 
+def tie_cut(s: Sides, tie: dict[int, float], nats: dict[int, float]) -> dict[int, float]:
+    """``nats`` of each lexical candidate, except where more than a page of candidates share its
+    ``tie`` value, or the lexical side's cut runs through it (its last candidate's, when it
+    returned its full depth): tied on the same words, they cannot choose the page."""
+    ties = Counter(tie.values())
+    last = tie[s.lexical[-1][0]] if len(s.lexical) >= LEXICAL_DEPTH else None
+    return {i: nats[i] for i, t in tie.items() if ties[t] <= PAGE and t != last}
+
+
 def lexical_tied_cut(s: Sides) -> dict[int, float]:
-    """Each lexical candidate's IDF sum, except where more than a page of candidates hold exactly
-    its share, or the lexical side's cut runs through its share (its last one, when it returned
-    its full depth): tied on the same words, they cannot choose the page."""
-    ties: dict[float, int] = defaultdict(int)
-    for c in s.coverage.values():
-        ties[c] += 1
-    last = s.coverage[s.lexical[-1][0]] if len(s.lexical) >= LEXICAL_DEPTH else None
-    return {i: c * s.mass for i, c in s.coverage.items() if ties[c] <= PAGE and c != last}
+    """Each lexical candidate's IDF sum, tied by its share of the query's IDF (:func:`tie_cut`)."""
+    return tie_cut(s, s.coverage, {i: c * s.mass for i, c in s.coverage.items()})
 
 
 def lexical_own_tied_cut(s: Sides) -> dict[int, float]:
     """:func:`lexical_tied_cut` on the lexical side's own scores (BM25, or the IDF sum under
     ``--lexical idf``, where the two are the same): what a store whose lexical score is BM25 (Redis)
     has without knowing which query words each candidate holds; ties are equal scores."""
-    ties: dict[float, int] = defaultdict(int)
-    for _, v in s.lexical:
-        ties[round(v, 9)] += 1
-    last = round(s.lexical[-1][1], 9) if len(s.lexical) >= LEXICAL_DEPTH else None
-    return {i: v for i, v in s.lexical if ties[round(v, 9)] <= PAGE and round(v, 9) != last}
+    return tie_cut(s, {i: round(v, 9) for i, v in s.lexical}, dict(s.lexical))
 
 
 def rank_estimates(s: Sides, how: str) -> dict[int, float]:
