@@ -26,9 +26,9 @@ reported per data set and scope, with the sides alone and the exact/BM25 baselin
   apart, scopes ``user`` and ``global``.
 
 The numbers are the ones to compare designs by; ``bench_conversations.py`` and
-``bench_retrieval.py`` measure the stores themselves. The vectors and each data set's sides are
-cached under ``benchmarks/.cache/`` (never committed; the first run of the conversation sets takes
-several minutes, later ones seconds). The designs and what each measured: docs/hybrid.md, "Fusion
+``bench_retrieval.py`` measure the stores themselves. Each data set's sides, and MiniLM's vectors
+(``bench_retrieval.embedded``), are cached under ``benchmarks/.cache/`` (never committed; the first
+run of the conversation sets takes several minutes, later ones seconds). The designs and what each measured: docs/hybrid.md, "Fusion
 study".
 
 Examples::
