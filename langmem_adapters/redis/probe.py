@@ -16,7 +16,7 @@ from langmem_adapters.core.recall import Hit
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import SearchTimeoutError, ServerRefusedError
 from langmem_adapters.redis.layout import Keys, text, vector_dtype
-from langmem_adapters.redis.replies import timeout_warning, total_results
+from langmem_adapters.redis.replies import count_command, timeout_warning, total_results
 from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import ADHOC, EVERY
@@ -84,7 +84,7 @@ class RedisProbe:
         info, reply = yield Round(
             [
                 Call(("FT.INFO", self.index)),
-                Call(("FT.SEARCH", self.index, "*", "LIMIT", 0, 0, "DIALECT", 2)),
+                Call(count_command(self.index, "*")),
             ]
         )
         self.twin = has_attribute(info, EXACT_TWIN)

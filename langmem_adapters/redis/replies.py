@@ -9,7 +9,15 @@ from typing import Any
 from langmem_adapters.errors import SearchTimeoutError
 from langmem_adapters.redis.layout import text
 
-__all__ = ["timeout_warning", "total_results"]
+__all__ = ["count_command", "timeout_warning", "total_results"]
+
+
+def count_command(index: str, query: str) -> tuple[Any, ...]:
+    """The FT.SEARCH that counts ``query``'s matches in ``index`` (read with :func:`total_results`).
+    ``LIMIT 0 1``, not ``LIMIT 0 0``: a count-only reply past the server's query timeout comes back
+    short and without the warning, even under RESP3 (on RediSearch 2.10 with ``TIMEOUT 1``, 60,000
+    items counted as 17,799 under a namespace and 18,699 in all, unwarned)."""
+    return ("FT.SEARCH", index, query, "NOCONTENT", "LIMIT", 0, 1, "DIALECT", 2)
 
 
 def timeout_warning(reply: Any) -> str | None:

@@ -17,7 +17,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import Distance, IndexSpec, explicit_breadth, search_breadth
 from langmem_adapters.redis.layout import Keys, text, under, vector_dtype
 from langmem_adapters.redis.records import Record
-from langmem_adapters.redis.replies import total_results
+from langmem_adapters.redis.replies import count_command, total_results
 from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute, info_field, num_docs
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.stats import RedisStats
@@ -351,10 +351,7 @@ def knn_settings(
     }
     stale = sorted(t for t in tokens if stats.prefix(t).stale())
     calls = [Call(("FT.INFO", keys.index(spec)))] if stats.index.stale() else []
-    calls += [
-        Call(("FT.SEARCH", keys.index(spec), f"@p:{{{t}}}", "LIMIT", 0, 0, "DIALECT", 2))
-        for t in stale
-    ]
+    calls += [Call(count_command(keys.index(spec), f"@p:{{{t}}}")) for t in stale]
     if calls:
         replies = yield Round(calls)
         if len(replies) > len(stale):

@@ -3,7 +3,7 @@
 :class:`SearchTimeoutError` instead of returning a partial page as complete: newest-first and
 filtered searches (``lua/search.lua``), query searches (KNN and the lexical side), filtered counts
 (``lua/count.lua``); with ``ON_TIMEOUT fail`` too, where the server errs instead. On its own
-server, as the timeout is server-wide; each of these searches reads or sorts every one of 30k
+server, as the timeout is server-wide; each of these searches reads or sorts every one of 100k
 matches, far past 1 ms, so they time out every time, without sleeps."""
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from langgraph.store.base import PutOp
 from langmem_adapters import SearchTimeoutError
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
-from langmem_adapters.redis.replies import timeout_warning, total_results
+from langmem_adapters.redis.replies import count_command, timeout_warning, total_results
+from langmem_adapters.redis.tokens import path_token
 from tests import servers
 
-ITEMS, BATCH = 30_000, 2000
+ITEMS, BATCH = 100_000, 2000
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +134,23 @@ def test_direct_reply_past_timeout_is_refused(store: RedisStore, client: redis.R
     assert timeout_warning(reply) is not None
     with pytest.raises(SearchTimeoutError):
         total_results(reply)
+
+
+@pytest.mark.parametrize("query", ["*", "@p:{%s}"])
+def test_counts_past_timeout_are_refused(
+    store: RedisStore, client: redis.Redis, query: str
+) -> None:
+    """The counts the client reads (a namespace's size, which picks a search's strategy; the
+    index's, which calibration samples from) past the timeout are refused, not short: sent as
+    ``LIMIT 0 0`` they came back short and unwarned (``replies.count_command``)."""
+    index = store.keys.index(store.index_spec)
+    if "%s" in query:
+        query %= path_token("n", ("notes",))
+    resp3 = redis.Redis(port=client.get_connection_kwargs()["port"], protocol=3)
+    client.execute_command("FT.CONFIG", "SET", "TIMEOUT", 1)
+    try:
+        with pytest.raises(SearchTimeoutError):
+            total_results(resp3.execute_command(*count_command(index, query)))
+    finally:
+        client.execute_command("FT.CONFIG", "SET", "TIMEOUT", 500)
+        resp3.close()

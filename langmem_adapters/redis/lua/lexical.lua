@@ -18,7 +18,7 @@
 local index, head, window, share = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local size, page, read = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local k, u = tonumber(ARGV[8]), tonumber(ARGV[9])
-if size < 0 then size = ft_search(index, '*', 'LIMIT', 0, 0, 'DIALECT', 2)[1] end
+if size < 0 then size = ft_search(index, '*', 'NOCONTENT', 'LIMIT', 0, 1, 'DIALECT', 2)[1] end
 local bound = math.max(1, page, math.floor(share * size))
 local kept, common, counts = {}, {}, {}
 for i = 1, k do kept[#kept + 1] = ARGV[9 + i] end
