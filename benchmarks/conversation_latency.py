@@ -11,12 +11,14 @@ and hybrid stores on one table or prefix, the official one on its own), and the 
 calibration is ``bench_conversations.py``'s ``first10`` question, not this one's).
 ``--modes`` picks the stores (``vector`` always; ``hybrid:<fusion>`` adds a hybrid store with that
 fusion on the same table or prefix, ``retrieval_stores.hybrid_option``): each hybrid mode is
-reported over vector.
+reported over vector. Each of our stores calibrates its own vector search (as in use), so two
+stores may search at different breadths; ``--fixed-search`` gives them all the loading store's.
 
 Examples::
 
     python benchmarks/conversation_latency.py --data locomo --embedder glove --runs 3
-    python benchmarks/conversation_latency.py --backends postgres --modes vector,hybrid,hybrid:information
+    python benchmarks/conversation_latency.py --backends postgres --fixed-search \
+        --modes vector,hybrid,hybrid:information
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from benchmarks.bench_conversations import (
 )
 from benchmarks.bench_retrieval import Precomputed
 from benchmarks.longmemeval import Collection, Question
-from benchmarks.retrieval_stores import BACKENDS, hybrid_option
+from benchmarks.retrieval_stores import BACKENDS, fixed_search, hybrid_option
 
 #: Questions searched once by every store before the timed pass.
 WARM = 50
@@ -80,9 +82,16 @@ def best_times(
 
 
 def run_backend(
-    backend: str, data: Collection, embed: Precomputed, runs: int, modes: Sequence[str] = MODES
+    backend: str,
+    data: Collection,
+    embed: Precomputed,
+    runs: int,
+    modes: Sequence[str] = MODES,
+    fixed: bool = False,
 ) -> None:
-    """Load ``data`` into the backend's stores of ``modes`` and print each scope's line."""
+    """Load ``data`` into the backend's stores of ``modes`` and print each scope's line; with
+    ``fixed`` our stores all search with the vector search the loading store calibrated itself to
+    (``retrieval_stores.fixed_search``), so a difference between them is not their calibrations'."""
     resolve, open_store, settle = BACKENDS[backend]
     server = resolve(None)
     place = f"lat{uuid.uuid4().hex[:6]}"
@@ -91,12 +100,15 @@ def run_backend(
         stores = {"hybrid": stack.enter_context(open_store(server, embed, "hybrid", place))}
         load_store(stores["hybrid"], ops)
         settle(server, place)
+        ann = fixed_search(stores["hybrid"]) if fixed else None
+        if ann is not None:
+            print(f"| {backend} | our stores' vector search: {ann or 'exact'} |", flush=True)
         for mode in modes:
             if mode == "official":
                 stores[mode] = stack.enter_context(open_store(server, embed, mode))
                 load_store(stores[mode], ops)
-            elif mode != "hybrid":
-                stores[mode] = stack.enter_context(open_store(server, embed, mode, place))
+            elif mode != "hybrid" or ann is not None:
+                stores[mode] = stack.enter_context(open_store(server, embed, mode, place, ann))
         stores = {name: stores[name] for name in modes}
         for scope in SCOPES:
             for q in data.questions[:WARM]:
@@ -123,6 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--modes", default=",".join(MODES), help="vector and any of hybrid, hybrid:<x>, official"
     )
+    p.add_argument(
+        "--fixed-search",
+        action="store_true",
+        help="our stores all search with the loading store's calibrated vector search",
+    )
     args = p.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     if "vector" not in modes:
@@ -142,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"| backend | scope | {', '.join(modes)} | {' | '.join(ratios)} |")
     print("|---|---|---|" + "---:|" * len(ratios))
     for backend in filter(None, args.backends.split(",")):
-        run_backend(backend, data, embed, args.runs, modes)
+        run_backend(backend, data, embed, args.runs, modes, args.fixed_search)
     return 0
 
 
