@@ -81,9 +81,14 @@ def test_ties_keep_the_vector_order_then_the_lexical_one() -> None:
     assert [k for k, _ in got] == ["v2", "v1", "x", "w"]
 
 
-def test_the_weights_scale_each_side() -> None:
-    vector = [VectorCandidate("a", 0.1)]
+def test_the_weights_scale_each_side_and_zero_leaves_it_out() -> None:
+    vector = [VectorCandidate("a", 0.1), VectorCandidate("c", 0.3)]
     lex = [LexicalCandidate("b", 1.0, 0.2)]
-    lexical_only = HybridSpec(fusion="information", vector_weight=0.0, lexical_weight=2.0)
-    got = fuse_information(vector, lex, lexical_only, page=1, depth=40)
-    assert got == [("b", 2.0), ("a", 0.0)]
+    weighted = HybridSpec(fusion="information", vector_weight=0.5, lexical_weight=2.0)
+    got = fuse_information(vector, lex, weighted, page=1, depth=40)
+    assert got == [("b", 2.0 - 0.5 * math.log(2)), ("a", 0.0), ("c", -0.5 * math.log(3))]
+    lexical_only = HybridSpec(fusion="information", vector_weight=0.0)
+    assert fuse_information(vector, lex, lexical_only, page=1, depth=40) == [("b", 1.0)]
+    vector_only = HybridSpec(fusion="information", lexical_weight=0.0)
+    got = fuse_information(vector, lex, vector_only, page=1, depth=40)
+    assert got == [("a", 0.0), ("c", -math.log(2))]

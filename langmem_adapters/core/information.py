@@ -70,7 +70,10 @@ def fuse_information(
     """Every candidate of either side with its fused score, best first: ``vector_weight x
     -ln(rank of its distance among all candidates) + lexical_weight x`` its :func:`counted_idf`
     (``depth``: how many candidates the lexical side was asked for). Ties keep the vector side's
-    order, then the lexical side's."""
+    order, then the lexical side's. A side weighted 0 is left out, candidates too (``vector_weight
+    =0``: the lexical candidates alone), as in ``core.hybrid.fuse``."""
+    vector = vector if spec.vector_weight > 0 else []
+    lexical = lexical if spec.lexical_weight > 0 else []
     distance = {c.key: c.distance for c in vector}
     for c in lexical:
         distance.setdefault(c.key, c.distance)

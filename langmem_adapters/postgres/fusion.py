@@ -76,11 +76,8 @@ def scored_page(
         return page
     (got,) = yield Round([_items_statement(t, conditions, missing)])
     found = {(r[0], r[1]): r for r in got}
-    return [
-        (found.get((r[0], r[1]), r) if r[2] is None else r, score)
-        for r, score in page
-        if r[2] is not None or (r[0], r[1]) in found
-    ]
+    kept = [(found.get((r[0], r[1])) if r[2] is None else r, score) for r, score in page]
+    return [(r, score) for r, score in kept if r is not None]
 
 
 def _items_statement(
