@@ -15,6 +15,8 @@ question's user, ``("lme", "u<n>")``, about a tenth of it). Modes:
   ``core.hybrid.words`` finds them), computed here: the lexical baseline;
 - ``vector`` / ``hybrid``: our store per backend, ``index`` without / with ``"hybrid": True``
   (both opened on the one loaded table or prefix, each with its own search calibration);
+  ``hybrid:<fusion>`` (e.g. ``hybrid:information``) or ``hybrid:<lexical weight>``: a hybrid store
+  with that option (``retrieval_stores.hybrid_option``) on the same table or prefix;
 - ``official``: langgraph's own store for the backend (its tables or prefixes), vector search;
 - ``episodic``: ``EpisodicMemory.recall(question, k=10)`` on our hybrid store, each round recorded
   as an episode at its session's date (namespace scope only: a tier lives in one namespace).
@@ -78,7 +80,7 @@ from benchmarks.longmemeval import (
     recall_all_sessions,
     recall_at,
 )
-from benchmarks.retrieval_stores import BACKENDS
+from benchmarks.retrieval_stores import BACKENDS, hybrid_option
 from langmem_adapters.core.bm25 import bm25
 from langmem_adapters.core.hybrid import words
 from langmem_adapters.memory import EpisodicMemory
@@ -256,6 +258,9 @@ def backend_modes(
             yield "vector", store_ranker(vector), SCOPES
         if "hybrid" in modes:
             yield "hybrid", store_ranker(hybrid), SCOPES
+        for mode in (m for m in modes if m.startswith("hybrid:")):
+            variant = stack.enter_context(open_store(server, embed, mode, place))
+            yield mode, store_ranker(variant), SCOPES
         if "official" in modes:
             official = stack.enter_context(open_store(server, embed, "official"))
             if official is not None:  # none on plain Redis
@@ -344,6 +349,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if data is None:
         return 0
     modes = args.modes.split(",")
+    for mode in (m for m in modes if m.startswith("hybrid:")):
+        hybrid_option(mode)  # an unknown one stops the run before anything is loaded
     types = sorted(Counter(q.qtype for q in data.questions))
     embed = precomputed(data, args.embedder)
     print(

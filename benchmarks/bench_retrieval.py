@@ -319,7 +319,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--modes",
         default=",".join(MODES),
-        help=f"comma-separated, of {list(MODES)} and hybrid:<lexical weight>",
+        help=f"comma-separated, of {list(MODES)}, hybrid:<lexical weight> and hybrid:<fusion>",
     )
     return p.parse_args(argv)
 

@@ -9,10 +9,16 @@ sets targets on). The stores are loaded as ``bench_conversations.py`` loads them
 and hybrid stores on one table or prefix, the official one on its own), and the first
 :data:`WARM` questions are searched once by every store before the timed pass (a store's
 calibration is ``bench_conversations.py``'s ``first10`` question, not this one's).
+``--modes`` picks the stores (``vector`` always; ``hybrid:<fusion>`` adds a hybrid store with that
+fusion on the same table or prefix, ``retrieval_stores.hybrid_option``): each hybrid mode is
+reported over vector. Each of our stores calibrates its own vector search (as in use), so two
+stores may search at different breadths; ``--fixed-search`` gives them all the loading store's.
 
-Example::
+Examples::
 
     python benchmarks/conversation_latency.py --data locomo --embedder glove --runs 3
+    python benchmarks/conversation_latency.py --backends postgres --fixed-search \
+        --modes vector,hybrid,hybrid:information
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from benchmarks.bench_conversations import (
 )
 from benchmarks.bench_retrieval import Precomputed
 from benchmarks.longmemeval import Collection, Question
-from benchmarks.retrieval_stores import BACKENDS
+from benchmarks.retrieval_stores import BACKENDS, fixed_search, hybrid_option
 
 #: Questions searched once by every store before the timed pass.
 WARM = 50
@@ -75,8 +81,17 @@ def best_times(
     return best
 
 
-def run_backend(backend: str, data: Collection, embed: Precomputed, runs: int) -> None:
-    """Load ``data`` into the backend's three stores and print each scope's line."""
+def run_backend(
+    backend: str,
+    data: Collection,
+    embed: Precomputed,
+    runs: int,
+    modes: Sequence[str] = MODES,
+    fixed: bool = False,
+) -> None:
+    """Load ``data`` into the backend's stores of ``modes`` and print each scope's line; with
+    ``fixed`` our stores all search with the vector search the loading store calibrated itself to
+    (``retrieval_stores.fixed_search``), so a difference between them is not their calibrations'."""
     resolve, open_store, settle = BACKENDS[backend]
     server = resolve(None)
     place = f"lat{uuid.uuid4().hex[:6]}"
@@ -85,10 +100,16 @@ def run_backend(backend: str, data: Collection, embed: Precomputed, runs: int) -
         stores = {"hybrid": stack.enter_context(open_store(server, embed, "hybrid", place))}
         load_store(stores["hybrid"], ops)
         settle(server, place)
-        stores["vector"] = stack.enter_context(open_store(server, embed, "vector", place))
-        stores["official"] = stack.enter_context(open_store(server, embed, "official"))
-        load_store(stores["official"], ops)
-        stores = {name: stores[name] for name in MODES}
+        ann = fixed_search(stores["hybrid"]) if fixed else None
+        if ann is not None:
+            print(f"| {backend} | our stores' vector search: {ann or 'exact'} |", flush=True)
+        for mode in modes:
+            if mode == "official":
+                stores[mode] = stack.enter_context(open_store(server, embed, mode))
+                load_store(stores[mode], ops)
+            elif mode != "hybrid" or ann is not None:
+                stores[mode] = stack.enter_context(open_store(server, embed, mode, place, ann))
+        stores = {name: stores[name] for name in modes}
         for scope in SCOPES:
             for q in data.questions[:WARM]:
                 for store in stores.values():
@@ -96,13 +117,12 @@ def run_backend(backend: str, data: Collection, embed: Precomputed, runs: int) -
             best = best_times(stores, data.questions, scope, runs)
             mean = {name: statistics.fmean(t) for name, t in best.items()}
             cells = ", ".join(
-                f"{name} {mean[name]:.2f} ({statistics.median(best[name]):.2f})" for name in MODES
+                f"{name} {mean[name]:.2f} ({statistics.median(best[name]):.2f})" for name in modes
             )
-            print(
-                f"| {backend} | {scope} | {cells} | {mean['hybrid'] / mean['vector']:.2f}x | "
-                f"{mean['vector'] / mean['official']:.2f}x |",
-                flush=True,
-            )
+            ratios = [f"{mean[m] / mean['vector']:.2f}x" for m in modes if m.startswith("hybrid")]
+            if "official" in modes:
+                ratios.append(f"{mean['vector'] / mean['official']:.2f}x")
+            print(f"| {backend} | {scope} | {cells} | {' | '.join(ratios)} |", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,7 +132,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--backends", default="postgres,redis", help="postgres,redis")
     p.add_argument("--questions", type=int, default=None, help="questions (default all)")
     p.add_argument("--runs", type=int, default=3, help="searches per store and question")
+    p.add_argument(
+        "--modes", default=",".join(MODES), help="vector and any of hybrid, hybrid:<x>, official"
+    )
+    p.add_argument(
+        "--fixed-search",
+        action="store_true",
+        help="our stores all search with the loading store's calibrated vector search",
+    )
     args = p.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    if "vector" not in modes:
+        raise SystemExit("--modes must include vector (the hybrid modes are reported over it)")
+    for mode in modes:
+        hybrid_option(mode)  # an unknown mode stops the run before anything is loaded
     data = conversation_data(args.data, args.questions)
     if data is None:
         return 0
@@ -121,10 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.data}: {len(data.items)} items, {len(data.questions)} questions, "
         f"{EMBEDDER_NAMES[args.embedder]}, best of {args.runs}, mean (median) ms per search\n"
     )
-    print("| backend | scope | vector, hybrid, official | hybrid / vector | vector / official |")
-    print("|---|---|---|---:|---:|")
+    ratios = [f"{m} / vector" for m in modes if m.startswith("hybrid")]
+    ratios += ["vector / official"] if "official" in modes else []
+    print(f"| backend | scope | {', '.join(modes)} | {' | '.join(ratios)} |")
+    print("|---|---|---|" + "---:|" * len(ratios))
     for backend in filter(None, args.backends.split(",")):
-        run_backend(backend, data, embed, args.runs)
+        run_backend(backend, data, embed, args.runs, modes, args.fixed_search)
     return 0
 
 

@@ -17,6 +17,7 @@ from psycopg.conninfo import make_conninfo
 
 from benchmarks.bench_postgres import resolve_dsn
 from benchmarks.bench_redis import resolve_url
+from langmem_adapters.core.hybrid import FUSIONS
 
 __all__ = [
     "BACKENDS",
@@ -42,18 +43,24 @@ SCHEMA = "bench_retrieval"
 
 
 def hybrid_option(mode: str) -> Any:
-    """The ``hybrid`` index option of ``mode``: one of ``MODES``, or ``hybrid:<w>`` for hybrid with
+    """The ``hybrid`` index option of ``mode``: one of ``MODES``, ``hybrid:<w>`` for hybrid with
     ``lexical_weight`` ``w`` (to see how the lexical side's weight trades identifier recall for
-    paraphrase recall)."""
+    paraphrase recall), or ``hybrid:<fusion>`` for hybrid with that fusion (``core.hybrid.FUSIONS``,
+    e.g. ``hybrid:information``)."""
     if mode in MODES:
         return MODES[mode]
-    name, _, weight = mode.partition(":")
+    name, _, part = mode.partition(":")
+    if name == "hybrid" and part in FUSIONS:
+        return {"fusion": part}
     try:
-        if name == "hybrid" and float(weight) >= 0:
-            return {"lexical_weight": float(weight)}
+        if name == "hybrid" and float(part) >= 0:
+            return {"lexical_weight": float(part)}
     except ValueError:
         pass
-    raise SystemExit(f"unknown mode {mode!r}; known: {list(MODES)} or hybrid:<lexical weight>")
+    raise SystemExit(
+        f"unknown mode {mode!r}; known: {list(MODES)}, hybrid:<lexical weight> or hybrid:<fusion> "
+        f"of {list(FUSIONS)}"
+    )
 
 
 def index(embed: Embeddings, mode: str, ann: dict[str, int] | None = None) -> dict[str, Any]:

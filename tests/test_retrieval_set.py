@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from benchmarks import bench_retrieval as bench
 from benchmarks.memory_set import build
 
@@ -57,3 +59,6 @@ def test_metrics() -> None:
     assert bench.reciprocal_rank(ranked, {"f"}, 5) == 0.0
     assert bench.hybrid_option("hybrid:0.5") == {"lexical_weight": 0.5}
     assert bench.hybrid_option("lexical") == {"vector_weight": 0}
+    assert bench.hybrid_option("hybrid:information") == {"fusion": "information"}
+    with pytest.raises(SystemExit, match="unknown mode"):
+        bench.hybrid_option("hybrid:nats")

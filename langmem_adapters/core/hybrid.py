@@ -67,9 +67,9 @@ RARE_SHARE = 0.05
 #: default keeps every match.
 FLOOR = 0.0
 
-#: The fusions ``HybridSpec.fusion`` names: relative-score fusion (the default) and reciprocal rank
-#: fusion.
-FUSIONS = ("relative", "rrf")
+#: The fusions ``HybridSpec.fusion`` names: relative-score fusion (the default), reciprocal rank
+#: fusion, and both sides in nats (``core.information``: a store computes it, not :func:`fuse`).
+FUSIONS = ("relative", "rrf", "information")
 
 #: English function words the lexical side leaves out of a query (a query of nothing else keeps
 #: them): they are in most texts, say nothing of what is asked, and a BM25 over them ranks texts by
@@ -220,7 +220,7 @@ class HybridSpec:
     configuration (``simple``: no stemming or stop words, so identifiers and any language match),
     how many lexical candidates per result wanted (``depth``), which query words are rare enough
     for the lexical side (``rare_share``), its score floor (``floor``) and the fusion
-    (``fusion``: ``relative`` or ``rrf``; ``k`` is the latter's constant)."""
+    (``fusion``: ``relative``, ``rrf`` or ``information``; ``k`` is rrf's constant)."""
 
     k: int = RRF_K
     lexical_weight: float = 1.0
@@ -315,7 +315,11 @@ class HybridSpec:
 
     def best_score(self) -> float:
         """The highest fused score a search can give (first on every weighted side): 1.0 for
-        relative-score fusion, ``(vector_weight + lexical_weight) / (k + 1)`` for rank fusion."""
+        relative-score fusion, ``(vector_weight + lexical_weight) / (k + 1)`` for rank fusion. The
+        ``information`` fusion's nats have no upper bound (an IDF sum grows with the query's
+        words): 1.0, its scores kept as they are."""
+        if self.fusion == "information":
+            return 1.0
         if self.fusion == "rrf":
             return (self.vector_weight + self.lexical_weight) / (self.k + 1)
         return 1.0 if self.vector_weight + self.lexical_weight > 0 else 0.0

@@ -21,38 +21,37 @@ a query of common words only has no lexical side. A selecting word's rows are re
 is counted, and its rows under the prefix kept for scoring (not looked up again per word). An
 item's lexical score is the sum of the weights of the terms any of its texts holds (BM25 with term
 frequency and length left out: memories are short; measured on LongMemEval, fused with the vector
-side, as good as full BM25, see docs/hybrid.md). Only the rows that can reach the fused page carry
-the item's value (see :func:`fuse_rows`): the others, up to ``depth`` times the page, only their
-key and score, which set the fusion's scale.
+side, as good as full BM25, see docs/hybrid.md). Only the rows within the page carry the item's
+value (all that relative or rank fusion can put on the fused page; the information fusion reads
+any other it puts there in a second round, see ``postgres.fusion``): the others, up to ``depth``
+times the page, only their key and score (and for the information fusion their distance to the
+query vector), which set the fusion's scale.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
-from langmem_adapters.core.hybrid import STOP_WORDS, HybridSpec, clean_query, fuse, query_words
+from langmem_adapters.core.hybrid import STOP_WORDS, HybridSpec, clean_query, query_words
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres import sql
 from langmem_adapters.postgres.schema import Tables
-from langmem_adapters.postgres.sql import ITEM_COLUMNS, LIVE, Round, Statement
+from langmem_adapters.postgres.sql import DISTANCE_OPERATOR, ITEM_COLUMNS, LIVE, Round, Statement
 
 __all__ = [
     "BACKFILL_PAGE",
     "EXACT_SIZE",
     "SETTINGS",
     "backfill_plan",
-    "fuse_rows",
     "lexical_search",
     "lexical_settings",
     "needed",
     "riding",
-    "scored_rows",
     "terms_refresh",
     "vector_op",
     "vector_rows",
@@ -86,16 +85,23 @@ def lexical_search(
     op: SearchOp,
     conditions: tuple[Condition, ...],
     candidates: int,
+    qvec: str | None = None,
 ) -> Statement:
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
     (best first, then namespace and key): ``ITEM_COLUMNS`` and the score, the item's columns other
     than its key only for the items ranked within the page (ties included: no other can reach the
-    fused page, see :func:`fuse_rows`). Sent after :func:`lexical_settings` or a statement
-    :func:`riding` them. The floor is applied by :func:`fuse_rows`: the best item is the first row."""
+    fused page of a relative or rank fusion, see ``postgres.fusion``). For the ``information``
+    fusion each row also ends with the item's distance to the query vector ``qvec``. Sent after
+    :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by the fusion:
+    the best item is the first row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
+    distance: list[str] = []
+    if hybrid.fusion == "information":
+        assert qvec is not None, "the information fusion needs the query vector"
+        distance = [qvec]
     return Statement(
         f"WITH size AS MATERIALIZED ({_size_sql(vt)}), "
         f"{_counted_sql(t, vt, hybrid.text_config, ns_sql)}, "
@@ -107,7 +113,8 @@ def lexical_search(
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
         # items of the other hits, hundreds where a query's words are ordinary, are not read).
         f"SELECT x.ns, x.key, {_in_page('value', page)}, {_in_page('created_at', page)}, "
-        f"{_in_page('updated_at', page)}, {_in_page('ttl_minutes', page)}, x.score FROM "
+        f"{_in_page('updated_at', page)}, {_in_page('ttl_minutes', page)}, x.score"
+        f"{_distance_sql(vt, spec) if distance else ''} FROM "
         "(SELECT r.*, rank() OVER (ORDER BY r.score DESC) AS n FROM (SELECT s.*, h.score FROM "
         "(SELECT * FROM hits ORDER BY score DESC, ns, key) h "
         f"CROSS JOIN LATERAL (SELECT {ITEM_COLUMNS.format(a='i')} FROM {t.store} i "
@@ -120,8 +127,18 @@ def lexical_search(
             _stop_words(op.query or ""),
             *ns_params,  # the prefix's condition, in the counted and the hits CTEs
             *ns_params,
+            *distance,  # the query vector, in the distance column
             *f_params,
         ],
+    )
+
+
+def _distance_sql(vt: str, spec: IndexSpec) -> str:
+    """The column of a lexical row's distance to the query vector (parameter): its item's nearest
+    vector row's, an index lookup by key per candidate (+7% of a LongMemEval search, docs/hybrid.md)."""
+    return (
+        f", (SELECT min(w.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type}) "
+        f"FROM {vt} w WHERE w.ns = x.ns AND w.key = x.key) AS distance"
     )
 
 
@@ -279,45 +296,6 @@ def needed(vop: SearchOp) -> int:
     """How many items the vector side's pool must hold before a search answers exactly instead:
     the page, for a vector search and for a hybrid one's vector side (``vop``) alike."""
     return vop.offset + vop.limit
-
-
-def scored_rows(
-    spec: IndexSpec,
-    op: SearchOp,
-    vector_rows: Sequence[Sequence[Any]],
-    lexical_rows: Sequence[Sequence[Any]] | None,
-) -> list[tuple[Sequence[Any], float]]:
-    """A query search's page with each item's score: the vector rows' similarity (``vector_rows``
-    are the page), or with ``lexical_rows`` (a hybrid search, ``vector_rows`` its candidates)
-    the fused page of :func:`fuse_rows`."""
-    if lexical_rows is None or spec.hybrid is None:
-        return [(r, spec.score(float(r[6]))) for r in vector_rows]
-    return fuse_rows(spec.hybrid, vector_rows, lexical_rows, op.offset, op.limit)
-
-
-def fuse_rows(
-    hybrid: HybridSpec,
-    vector_rows: Sequence[Sequence[Any]],
-    lexical_rows: Sequence[Sequence[Any]],
-    offset: int,
-    limit: int,
-) -> list[tuple[Sequence[Any], float]]:
-    """The page ``[offset, offset + limit)`` of the fusion (``core.hybrid.fuse``) of the two
-    sides' rows (each best first, ``ITEM_COLUMNS`` first, then the distance or the lexical score),
-    with each item's fused score. A lexical row past the page's end (its columns NULL but the key
-    and score, :func:`lexical_search`) cannot reach the page: each of the page's lexical rows
-    scores at least as high on that side and comes first on ties, and the fusion adds each side's
-    share, never less for a higher score."""
-    lexical_rows = lexical_rows[: hybrid.floored([float(r[6]) for r in lexical_rows])]
-    rows = {(r[0], r[1]): r for r in (*lexical_rows, *vector_rows)}
-    fused = fuse(
-        [((r[0], r[1]), -float(r[6])) for r in vector_rows],
-        [((r[0], r[1]), float(r[6])) for r in lexical_rows],
-        hybrid,
-    )
-    page = [(rows[key], score) for key, score in fused[offset : offset + limit]]
-    assert all(r[2] is not None for r, _ in page), "a lexical row past the page reached it"
-    return page
 
 
 _FANNED = re.compile(r"^(.*)\.(\d+)$")

@@ -25,12 +25,12 @@ from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.items import make_item
 from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.postgres.fusion import scored_page
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
     needed,
     riding,
-    scored_rows,
     terms_refresh,
     vector_op,
 )
@@ -218,7 +218,7 @@ def _vector_reads(
         else:
             statements.append(lexical_settings())
         candidates = spec.hybrid.candidates(op.offset, op.limit)
-        statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates))
+        statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates, qvec))
         found.lexical_at = len(statements) - 1
     return found
 
@@ -261,7 +261,8 @@ def _vector_page(
     t: Tables, spec: IndexSpec, s: _Search, rows: list[Any]
 ) -> Steps[list[tuple[Sequence[Any], float]]]:
     """A vector (or hybrid) search's scored page from its rows: the page itself (``EXACT``), else
-    the candidates pooled, or the exact query when they ran short."""
+    the candidates pooled, or the exact query when they ran short (a hybrid page may read some of
+    its items in one more round, ``postgres.fusion``)."""
     assert s.qvec is not None
     vop = vector_op(spec, s.op)
     got: Sequence[Sequence[Any]] = rows[s.at]
@@ -275,7 +276,7 @@ def _vector_page(
         else:
             got = pooled[vop.offset : vop.offset + vop.limit]
     lexical = rows[s.lexical_at] if s.lexical_at is not None else None
-    return scored_rows(spec, s.op, got, lexical)
+    return (yield from scored_page(t, spec, s.op, s.conditions, got, lexical))
 
 
 def _end_page(tail: _Tail, rows: list[Sequence[Any]], refresh: Refresh) -> None:

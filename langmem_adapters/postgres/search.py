@@ -18,6 +18,7 @@ from langmem_adapters.core.vectors import IndexSpec, SearchStats, search_breadth
 from langmem_adapters.postgres.lexical import vector_rows
 from langmem_adapters.postgres.schema import Tables
 from langmem_adapters.postgres.sql import (
+    DISTANCE_OPERATOR,
     ITEM_COLUMNS,
     KEY,
     LIVE,
@@ -54,9 +55,6 @@ __all__ = [
 #: the same table): the scan serves 1.7x / 1.2x / 1.3x the searches of HNSW at 1000 at 5k / 10k /
 #: 20k vectors, 0.8x at 50k.
 COLD = Cold(exact_up_to=20_000, breadth=1000)
-
-#: pgvector's distance operator by ``IndexSpec.distance``.
-DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 
 
 def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:

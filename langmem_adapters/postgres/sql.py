@@ -23,6 +23,7 @@ from langmem_adapters.core.items import make_search_item
 from langmem_adapters.core.vectors import IndexSpec
 
 __all__ = [
+    "DISTANCE_OPERATOR",
     "ITEM_COLUMNS",
     "KEY",
     "LIVE",
@@ -123,6 +124,8 @@ Answer = list[list[Any]]
 """What a plan is sent back: a round's rows per statement (none for those that do not fetch), or
 an ``Embed``'s vectors."""
 
+#: pgvector's distance operator by ``IndexSpec.distance``.
+DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 #: A live item (never expires, or not yet expired), for the items table aliased ``{a}``.
 LIVE = "({a}.expires_at IS NULL OR {a}.expires_at > now())"
 #: The columns an ``Item`` is read from (``ItemRow``), for the items table aliased ``{a}``.

@@ -15,7 +15,8 @@ import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_adapters.postgres import PostgresStore
-from langmem_adapters.postgres.lexical import fuse_rows, lexical_search
+from langmem_adapters.postgres.fusion import fuse_rows
+from langmem_adapters.postgres.lexical import lexical_search
 from tests import servers
 from tests.stores import hash_index
 

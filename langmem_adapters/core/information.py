@@ -1,0 +1,88 @@
+"""The ``information`` fusion of hybrid search (``HybridSpec.fusion == "information"``): both
+sides scored in one unit, nats, with no constant and no embedder's cosine scale.
+
+Every candidate of either side (the vector page and the lexical candidates) scores
+``-ln(rank)`` by its distance's rank among all of them (1 + the candidates nearer the query: the
+``ln(N / rank)`` of how unlikely an item of the scope is to rank as high, less the constant
+``ln N``), plus the IDF sum of the query words it holds. An IDF sum counts only where it can choose
+the page: not when more than a page of candidates hold exactly that sum (tied on the same words),
+nor when it is the sum the lexical side's cut runs through (its last candidate's, when it returned
+all it was asked for: the cut hides how many more hold it). Designed and measured offline in
+``benchmarks/fusion_study.py`` (``information_tied_cut_union``) on LongMemEval, LoCoMo and the
+identifier set, with three embedders (docs/hybrid.md, "Both sides in nats").
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from langmem_adapters.core.hybrid import HybridSpec
+
+__all__ = ["TIE_DIGITS", "LexicalCandidate", "VectorCandidate", "counted_idf", "fuse_information"]
+
+K = TypeVar("K", bound=Hashable)
+
+#: IDF sums equal to this many decimals are ties: a server may add the same words' IDFs in another
+#: order, which moves the last bits.
+TIE_DIGITS = 9
+
+
+@dataclass(frozen=True)
+class VectorCandidate(Generic[K]):
+    """An item of the vector side's page (best first) and its distance to the query vector."""
+
+    key: K
+    distance: float
+
+
+@dataclass(frozen=True)
+class LexicalCandidate(Generic[K]):
+    """A lexical candidate (best first): the IDF sum of the query words it holds, and its
+    distance to the query vector (its nearest vector's)."""
+
+    key: K
+    idf: float
+    distance: float
+
+
+def counted_idf(lexical: Sequence[LexicalCandidate[K]], page: int, depth: int) -> dict[K, float]:
+    """The IDF sum of each lexical candidate that can choose a page ending at ``page``: none where
+    more than ``page`` candidates hold exactly its sum, or where the sum is the last candidate's and
+    the lexical side returned its full ``depth`` (the cut runs through it)."""
+    tie = {c.key: round(c.idf, TIE_DIGITS) for c in lexical}
+    ties = Counter(tie.values())
+    cut = tie[lexical[-1].key] if lexical and len(lexical) >= depth else None
+    return {c.key: c.idf for c in lexical if ties[tie[c.key]] <= page and tie[c.key] != cut}
+
+
+def fuse_information(
+    vector: Sequence[VectorCandidate[K]],
+    lexical: Sequence[LexicalCandidate[K]],
+    spec: HybridSpec,
+    page: int,
+    depth: int,
+) -> list[tuple[K, float]]:
+    """Every candidate of either side with its fused score, best first: ``vector_weight x
+    -ln(rank of its distance among all candidates) + lexical_weight x`` its :func:`counted_idf`
+    (``depth``: how many candidates the lexical side was asked for). Ties keep the vector side's
+    order, then the lexical side's. A side weighted 0 is left out, candidates too (``vector_weight
+    =0``: the lexical candidates alone), as in ``core.hybrid.fuse``."""
+    vector = vector if spec.vector_weight > 0 else []
+    lexical = lexical if spec.lexical_weight > 0 else []
+    distance = {c.key: c.distance for c in vector}
+    for c in lexical:
+        distance.setdefault(c.key, c.distance)
+    ordered = sorted(distance.values())
+    idf = counted_idf(lexical, page, depth)
+    scores = {
+        key: -spec.vector_weight * math.log(1 + bisect_left(ordered, d))
+        + spec.lexical_weight * idf.get(key, 0.0)
+        for key, d in distance.items()
+    }
+    first = {key: n for n, key in enumerate(distance)}  # the vector side's keys first
+    return sorted(scores.items(), key=lambda kv: (-kv[1], first[kv[0]]))
