@@ -21,11 +21,11 @@ a query of common words only has no lexical side. A selecting word's rows are re
 is counted, and its rows under the prefix kept for scoring (not looked up again per word). An
 item's lexical score is the sum of the weights of the terms any of its texts holds (BM25 with term
 frequency and length left out: memories are short; measured on LongMemEval, fused with the vector
-side, as good as full BM25, see docs/hybrid.md). Only the rows within the page carry the item's
-value (all that relative or rank fusion can put on the fused page; the information fusion reads
-any other it puts there in a second round, see ``postgres.fusion``): the others, up to ``depth``
-times the page, only their key and score (and for the information fusion their distance to the
-query vector), which set the fusion's scale.
+side, as good as full BM25, see docs/hybrid.md). Under relative or rank fusion only the rows within
+the page carry the item's value (all that can reach the fused page, see ``postgres.fusion``): the
+others, up to ``depth`` times the page, only their key and score, which set the fusion's scale.
+Under the information fusion every candidate can reach the page: each carries its value and its
+distance to the query vector.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ def lexical_search(
     (best first, then namespace and key): ``ITEM_COLUMNS`` and the score, the item's columns other
     than its key only for the items ranked within the page (ties included: no other can reach the
     fused page of a relative or rank fusion, see ``postgres.fusion``). For the ``information``
-    fusion each row also ends with the item's distance to the query vector ``qvec``. Sent after
+    fusion every row carries them and ends with the item's distance to the query vector ``qvec``
+    (any candidate can reach its page). Sent after
     :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by the fusion:
     the best item is the first row."""
     vt = t.vectors(spec)
@@ -99,9 +100,10 @@ def lexical_search(
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
     distance: list[str] = []
+    shown = page  # the rows carrying their item's columns
     if hybrid.fusion == "information":
         assert qvec is not None, "the information fusion needs the query vector"
-        distance = [qvec]
+        distance, shown = [qvec], candidates
     return Statement(
         f"WITH size AS MATERIALIZED ({_size_sql(vt)}), "
         f"{_counted_sql(t, vt, hybrid.text_config, ns_sql)}, "
@@ -112,8 +114,8 @@ def lexical_search(
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
         # items of the other hits, hundreds where a query's words are ordinary, are not read).
-        f"SELECT x.ns, x.key, {_in_page('value', page)}, {_in_page('created_at', page)}, "
-        f"{_in_page('updated_at', page)}, {_in_page('ttl_minutes', page)}, x.score"
+        f"SELECT x.ns, x.key, {_in_page('value', shown)}, {_in_page('created_at', shown)}, "
+        f"{_in_page('updated_at', shown)}, {_in_page('ttl_minutes', shown)}, x.score"
         f"{_distance_sql(vt, spec) if distance else ''} FROM "
         "(SELECT r.*, rank() OVER (ORDER BY r.score DESC) AS n FROM (SELECT s.*, h.score FROM "
         "(SELECT * FROM hits ORDER BY score DESC, ns, key) h "

@@ -25,7 +25,7 @@ from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.items import make_item
 from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.postgres.fusion import scored_page
+from langmem_adapters.postgres.fusion import scored_rows
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
@@ -261,8 +261,7 @@ def _vector_page(
     t: Tables, spec: IndexSpec, s: _Search, rows: list[Any]
 ) -> Steps[list[tuple[Sequence[Any], float]]]:
     """A vector (or hybrid) search's scored page from its rows: the page itself (``EXACT``), else
-    the candidates pooled, or the exact query when they ran short (a hybrid page may read some of
-    its items in one more round, ``postgres.fusion``)."""
+    the candidates pooled, or the exact query when they ran short."""
     assert s.qvec is not None
     vop = vector_op(spec, s.op)
     got: Sequence[Sequence[Any]] = rows[s.at]
@@ -276,7 +275,7 @@ def _vector_page(
         else:
             got = pooled[vop.offset : vop.offset + vop.limit]
     lexical = rows[s.lexical_at] if s.lexical_at is not None else None
-    return (yield from scored_page(t, spec, s.op, s.conditions, got, lexical))
+    return scored_rows(spec, s.op, got, lexical)
 
 
 def _end_page(tail: _Tail, rows: list[Sequence[Any]], refresh: Refresh) -> None:

@@ -1,8 +1,8 @@
 """``"fusion": "information"`` on the Postgres stores (sync and async): the page and its scores are
 those of ``core.information`` over the two sides as the store builds them (checked against a
 reference computed here from the texts and vectors), a lexical candidate past the lexical page that
-the fusion puts on the page comes with its item (read in a second round, sent only then), and
-filters and namespace prefixes hold."""
+the fusion puts on the page comes with its item in the search's one round trip, and filters and
+namespace prefixes hold."""
 
 from __future__ import annotations
 
@@ -190,7 +190,9 @@ async def test_a_lexical_candidate_past_the_lexical_page_reaches_the_page(
         check(got, reference(MEMORIES, ("n",), query, None, offset, limit), MEMORIES)
 
 
-def test_the_second_round_is_sent_only_when_needed(conn: Any) -> None:
+def test_one_round_trip_like_any_hybrid_search(conn: Any) -> None:
+    """Every candidate comes with its item, so no search needs a second round, whichever candidate
+    the fusion puts on the page ("b" came from past the lexical page)."""
     store = loaded(conn, MEMORIES)
     assert store.search(("n",), query="kiwi", limit=1)  # identity checked, sizes read
     rounds = []
@@ -199,7 +201,7 @@ def test_the_second_round_is_sent_only_when_needed(conn: Any) -> None:
             got = store.search(("n",), query=query, limit=1)
         rounds.append((got[0].key, trace.rounds))
     # "kiwi": "a" and "b" tie on it (two, more than the page of 1): by distance alone, "v" first.
-    assert rounds == [("v", 1), ("b", 2)]
+    assert rounds == [("v", 1), ("b", 1)]
 
 
 @pytest.mark.parametrize("flavor", ["sync", "async"])
@@ -234,37 +236,3 @@ def test_a_bad_fusion_is_rejected_and_redis_refuses_information(conn: Any) -> No
         PostgresStore(conn, index=index(MEMORIES, {"fusion": "nats"}))  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="Postgres stores only"):
         RedisStore("redis://127.0.0.1:1", index=index(MEMORIES))  # checked before connecting  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("change", ["delete", "refilter"])
-def test_an_item_changed_before_the_second_round_is_left_out(conn: Any, change: str) -> None:
-    """The second round reads in its own transaction: "b", fused onto the page in the first (from
-    past the lexical page), deleted or no longer passing the filter by then, is not returned."""
-    store = loaded(conn, MEMORIES)
-    other = psycopg.connect(servers.postgres_dsn(), autocommit=True)
-    writer = PostgresStore(other, index=index(MEMORIES), table_prefix=store.tables.prefix)  # type: ignore[arg-type]
-    raced = []
-
-    class Racing(psycopg.Cursor[Any]):
-        """The store's cursors (psycopg's public ``cursor_factory``): before the second round's
-        statement runs, another connection changes "b"."""
-
-        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            if "ON i.ns = r.ns AND i.key = r.key" in str(query):
-                raced.append(change)
-                if change == "delete":
-                    writer.delete(("n", "u1"), "b")
-                else:
-                    writer.put(("n", "u1"), "b", {"text": "kiwi", "kind": "z"})
-            return super().execute(query, params, **kwargs)
-
-    query = "kiwi apple plum grape"
-    conn.cursor_factory = Racing
-    try:
-        got = store.search(("n",), query=query, filter={"kind": "a"}, limit=1)
-    finally:
-        conn.cursor_factory = psycopg.Cursor
-        other.close()
-    assert raced == [change]
-    assert [k for k, _ in reference(MEMORIES, ("n",), query, "a", 0, 1)] == ["b"]
-    assert got == []  # the page's one item is gone: a short page, never a stale item
