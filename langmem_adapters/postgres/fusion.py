@@ -31,8 +31,8 @@ Scored = list[tuple[Sequence[Any], float]]
 
 class LexicalRow(NamedTuple):
     """A row of the lexical statement: ``ITEM_COLUMNS`` (all but the key NULL past the lexical
-    page, unless the fusion is ``information``), the lexical score (the IDF sum of the query words the item holds) and, for the
-    information fusion, the item's distance to the query vector."""
+    page, unless the fusion is ``information``), the lexical score (the IDF sum of the query words
+    the item holds) and, for the information fusion, the item's distance to the query vector."""
 
     ns: str
     key: str
