@@ -92,9 +92,8 @@ def lexical_search(
     than its key only for the items ranked within the page (ties included: no other can reach the
     fused page of a relative or rank fusion, see ``postgres.fusion``). For the ``information``
     fusion every row carries them and ends with the item's distance to the query vector ``qvec``
-    (any candidate can reach its page). Sent after
-    :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by the fusion:
-    the best item is the first row."""
+    (any candidate can reach its page). Sent after :func:`lexical_settings` or a statement
+    :func:`riding` them. The floor is applied by the fusion: the best item is the first row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
@@ -137,7 +136,8 @@ def lexical_search(
 
 def _distance_sql(vt: str, spec: IndexSpec) -> str:
     """The column of a lexical row's distance to the query vector (parameter): its item's nearest
-    vector row's, an index lookup by key per candidate (+7% of a LongMemEval search, docs/hybrid.md)."""
+    vector row's, an index lookup by key per candidate (+7% of a LongMemEval search,
+    docs/hybrid.md)."""
     return (
         f", (SELECT min(w.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type}) "
         f"FROM {vt} w WHERE w.ns = x.ns AND w.key = x.key) AS distance"
