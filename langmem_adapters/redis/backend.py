@@ -54,7 +54,7 @@ class RedisBackend(Store[RedisStats]):
     def _configure_redis(self, prefix: str, mode: ModeOption) -> None:
         self.keys = Keys(prefix)
         check_mode(mode)
-        check_fusion(self.index_spec)
+        check_fusion(self.index_spec, mode)
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False

@@ -36,10 +36,12 @@ from langmem_adapters.redis.tokens import pushdown
 __all__ = [
     "MAX_TERMS",
     "Lexical",
+    "PlainWords",
     "corpus_calls",
     "count_corpus",
     "fused",
     "plain_hybrid",
+    "plain_words",
     "query_terms",
     "sides",
 ]
@@ -223,31 +225,49 @@ def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[A
     corpus.update(size, length, df.items())
 
 
-def plain_hybrid(
+class PlainWords(NamedTuple):
+    """A plain-mode hybrid search's word statistics: each searched record's words (``docs``), how
+    many items of the collection hold each query word a record holds (``counts``), the collection's
+    ``size`` and the rare words among them (they select the lexical candidates)."""
+
+    docs: list[list[str]]
+    counts: dict[str, int]
+    size: int
+    rare: set[str]
+
+
+def plain_words(
     hybrid: HybridSpec,
     op: SearchOp,
     records: Sequence[Record],
     texts: dict[ItemKey, list[str]],
     corpus: Corpus,
-) -> list[Record]:
-    """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
-    the page's nearest and of the candidates BM25 ranks first for the query's words, among the
-    records holding one of its rare words. Which words are rare (``HybridSpec.rare``: they select
-    the candidates, the other words only add to their scores) and their weights are judged by the
-    collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
-    namespace of 32 memories the page term let words a third of them hold count. Ties by
-    namespace and key."""
+) -> PlainWords:
+    """The words of a plain-mode hybrid search. Which words are rare (``HybridSpec.rare``: they
+    select the candidates, the other words only add to their scores) and their weights are judged
+    by the collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records
+    alone: within a namespace of 32 memories the page term let words a third of them hold count."""
     docs = [texts.get(_key(r), []) for r in records]
     wanted = query_terms(op.query)
     held = Counter(w for d in docs for w in set(wanted).intersection(d))
-    page = op.offset + op.limit
     size = max(corpus.size, sum(1 for d in docs if d))
     counts = {w: corpus.held(w, held[w]) for w in wanted if held[w]}
-    rare = set(hybrid.rare(counts, size, page))
+    rare = set(hybrid.rare(counts, size, op.offset + op.limit))
+    return PlainWords(docs, counts, size, rare)
+
+
+def plain_hybrid(
+    hybrid: HybridSpec, op: SearchOp, records: Sequence[Record], w: PlainWords, corpus: Corpus
+) -> list[Record]:
+    """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
+    the page's nearest and of the candidates BM25 ranks first for the query's words, among the
+    records holding one of its rare words (``w``, :func:`plain_words`; BM25 with the collection's
+    ``corpus``). Ties by namespace and key."""
+    page = op.offset + op.limit
     lexical: list[Hit] = []
-    if rare:
-        scores = bm25(list(counts), docs, corpus=corpus)
-        selected = [not rare.isdisjoint(d) for d in docs]
+    if w.rare:
+        scores = bm25(list(w.counts), w.docs, corpus=corpus)
+        selected = [not w.rare.isdisjoint(d) for d in w.docs]
         hits = sorted(
             (-s, _key(r), i)
             for i, (s, r) in enumerate(zip(scores, records))

@@ -55,12 +55,13 @@ def check_cluster_mode(cluster_mode: bool | None, cluster: bool) -> None:
         )
 
 
-def check_fusion(spec: IndexSpec | None) -> None:
-    """Hybrid search on Redis fuses by relative score or rank: the ``information`` fusion needs each
-    lexical candidate's distance and IDF sum, which its lexical script does not read (measured too
-    slow so far: docs/hybrid.md, "What it costs on Redis")."""
-    if spec is not None and spec.hybrid is not None and spec.hybrid.fusion == "information":
+def check_fusion(spec: IndexSpec | None, mode: ModeOption) -> None:
+    """Hybrid search's ``information`` fusion on Redis needs each lexical candidate's distance and
+    IDF sum: plain mode has both (it reads every searched item); the Query Engine's lexical script
+    does not read them yet."""
+    hybrid = spec.hybrid if spec is not None else None
+    if hybrid is not None and hybrid.fusion == "information" and mode != "plain":
         raise InvalidArgumentError(
-            "hybrid 'fusion': 'information' is available on the Postgres stores only; "
-            "use 'relative' or 'rrf' on Redis"
+            "hybrid 'fusion': 'information' on Redis needs mode='plain'; "
+            "use 'relative' or 'rrf' with the Query Engine"
         )

@@ -13,8 +13,9 @@ from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.information import plain_information
 from langmem_adapters.redis.layout import Keys, under
-from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid
+from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid, plain_words
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Page
@@ -97,7 +98,11 @@ def _ordered(
     records.sort(key=lambda r: r.sort_key)
     hybrid = spec.hybrid if spec is not None else None
     if hybrid is not None and qvec is not None:
-        records = plain_hybrid(hybrid, op, records, texts, stats.corpus)
+        w = plain_words(hybrid, op, records, texts, stats.corpus)
+        if hybrid.fusion == "information":
+            records = plain_information(hybrid, op, records, w)
+        else:
+            records = plain_hybrid(hybrid, op, records, w, stats.corpus)
     return records + unscored  # after every scored item, newest first (InMemoryStore's contract)
 
 
