@@ -10,17 +10,31 @@ IDF sum and vectors (``lua/information.lua``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
+import numpy as np
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
+from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.hybrid import HybridSpec
-from langmem_adapters.core.information import LexicalCandidate, VectorCandidate, fuse_information
-from langmem_adapters.redis.lexical import ItemKey, PlainWords
-from langmem_adapters.redis.records import Record
+from langmem_adapters.core.information import (
+    TIE_DIGITS,
+    LexicalCandidate,
+    VectorCandidate,
+    fuse_information,
+)
+from langmem_adapters.core.values import load_json
+from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.layout import Keys
+from langmem_adapters.redis.lexical import ItemKey, Lexical, PlainWords
+from langmem_adapters.redis.records import Record, decode_vectors, distances
+from langmem_adapters.redis.scripts import Call, Round
+from langmem_adapters.redis.search import Searcher
+from langmem_adapters.redis.stats import RedisStats
 
-__all__ = ["idf", "information_page", "plain_information"]
+__all__ = ["Information", "idf", "information_page", "plain_information"]
 
 
 def idf(size: int, df: int) -> float:
@@ -78,3 +92,70 @@ def information_page(
         r.score = score
         out.append(r)
     return out
+
+
+class Information(Lexical):
+    """The lexical side of one Query Engine hybrid search under the information fusion: the
+    ``information`` script's candidates (the items within the search's clauses holding a rare
+    word), each with its IDF sum and its vectors, whose nearest distance to the query is computed
+    here (the index's vector field is not read back: an item's hash keeps its vectors, ``e``, so an
+    index with or without an exact twin serves alike). One round, as under the other fusions."""
+
+    def __init__(
+        self,
+        keys: Keys,
+        vector: Searcher,
+        op: SearchOp,
+        conds: tuple[Condition, ...],
+        hybrid: HybridSpec,
+        stats: RedisStats,
+        spec: IndexSpec,
+        qvec: list[float],
+    ) -> None:
+        """As :class:`Lexical`; ``spec`` and ``qvec``: the index and the query's vector."""
+        super().__init__(keys, vector, op, conds, hybrid, stats)
+        self.spec, self.qvec = spec, np.asarray(qvec, np.float32)
+
+    def call(self, window: int) -> Call | None:
+        """The ``information`` script's call, or None when the query has no rare word. Without
+        conditions to check on the rows (``exact``) the script reads only the candidates wanted
+        (and those tied with the last); with some, all of them."""
+        words = self.split()
+        if words is None:
+            return None  # only common words: nothing selects, the vector side ranks alone
+        head = " ".join(self.parts)
+        read = self.want if self.exact else -1
+        args = (self.keys.index(None), head, self.hybrid.rare_share, words.size, words.page, read)
+        counts = [*(words.known[w] for w in words.rare), *(words.known[w] for w in words.common)]
+        sizes = (len(words.rare), len(self.uncounted), len(words.common))
+        sent = (*words.rare, *self.uncounted, *words.common, *counts)
+        return Call((*args, *sizes, *sent), script="information")
+
+    def page(
+        self, vector: Sequence[Record], replies: Sequence[Any]
+    ) -> Generator[Round, list[Any], list[Record]]:
+        """The search's page: the information fusion of the vector side's ``vector`` (nearest
+        first) and the candidates read from ``replies``."""
+        yield from ()  # one round: the reply holds every candidate that can reach the page
+        lexical = self._candidates(replies[0]) if replies else []
+        ranked = information_page(self.hybrid, self.op, vector, lexical)
+        return ranked[self.op.offset : self.op.offset + self.op.limit]
+
+    def _candidates(self, reply: Any) -> list[tuple[Record, float]]:
+        """The candidates of the script's reply with their IDF sums, best first (ties, to
+        :data:`TIE_DIGITS` decimals, by namespace and key), each with its nearest distance."""
+        _, rows, counts, size = load_json(reply)
+        if self.sized:
+            self.stats.term("").update(size)
+        for w, n in zip(self.uncounted, counts):
+            self.stats.term(w).update(n)
+        out = []
+        for meta, created, vectors, total in rows:
+            r = Record.parse(meta, created)
+            if not (self.exact or self._ok(r)):
+                continue
+            found = distances(self.spec, decode_vectors(vectors or None, self.spec), self.qvec)
+            r.distance = float(found.min()) if len(found) else math.inf
+            out.append((r, float(total)))
+        out.sort(key=lambda c: (-round(c[1], TIE_DIGITS), _key(c[0])))
+        return out

@@ -16,7 +16,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.information import plain_information
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid, plain_words
-from langmem_adapters.redis.records import Record, decode_vectors
+from langmem_adapters.redis.records import Record, decode_vectors, distances
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Page
 from langmem_adapters.redis.stats import RedisStats
@@ -106,20 +106,6 @@ def _ordered(
     return records + unscored  # after every scored item, newest first (InMemoryStore's contract)
 
 
-def _distances(
-    spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]
-) -> np.ndarray[Any, Any]:
-    """pgvector's distances of each row to ``q`` (what ``IndexSpec.score`` takes): cosine 1-cos,
-    inner product -dot, l2 Euclidean."""
-    if spec.distance == "l2":
-        return np.asarray(np.linalg.norm(matrix - q, axis=1))
-    dots = matrix @ q
-    if spec.distance == "inner_product":
-        return np.asarray(-dots)
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
-    return np.asarray(1.0 - np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
-
-
 def _score(
     spec: IndexSpec, records: list[Record], q: list[float]
 ) -> tuple[list[Record], list[Record]]:
@@ -132,7 +118,7 @@ def _score(
     scored = [r for r, _ in pairs]
     matrix = np.concatenate([v for _, v in pairs])
     starts = np.cumsum([0, *(len(v) for _, v in pairs[:-1])])
-    best = np.minimum.reduceat(_distances(spec, matrix, np.asarray(q, np.float32)), starts)
+    best = np.minimum.reduceat(distances(spec, matrix, np.asarray(q, np.float32)), starts)
     for r, d in zip(scored, best):
         r.distance = float(d)
     return scored, unscored

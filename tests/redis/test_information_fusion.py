@@ -78,18 +78,21 @@ def reference(
     kind: str | None,
     offset: int,
     limit: int,
+    least: int = 0,
 ) -> list[tuple[str, float]]:
     """The page (keys, fused scores) computed here: the vector side's nearest ``page`` items in
     scope, the lexical candidates (in scope, holding a query word held by at most the bound's
     items of the whole collection) by IDF sum (each word's df counted exactly over the collection),
-    then ``fuse_information``."""
+    then ``fuse_information``; ``least``: the least ``n`` (a memory's place) in scope."""
     page, n = offset + limit, len(memories)
     bound = max(1, page, math.floor(HYBRID.rare_share * n))
     words = query_words(query)
     df = {w: sum(w in m.text.split() for m in memories) for w in words}
     idf = {w: math.log(1 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items() if d}
     inside = [
-        m for m in memories if m.namespace[: len(prefix)] == prefix and kind in (None, m.kind)
+        m
+        for i, m in enumerate(memories)
+        if m.namespace[: len(prefix)] == prefix and kind in (None, m.kind) and i >= least
     ]
     near = sorted(inside, key=distance)[:page]
     held = [m for m in inside if any(0 < df[w] <= bound and w in m.text.split() for w in words)]
@@ -158,3 +161,22 @@ def test_filters_and_prefixes_hold(client: redis.Redis, mode: str) -> None:
                 )
                 check(got, want, memories)
                 assert all(r.namespace[: len(prefix)] == prefix for r in got)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_range_filter_checked_on_the_rows(client: redis.Redis, mode: str) -> None:
+    """A range is checked here, not by the server's clauses: every candidate is read (those that
+    pass may be past the candidates wanted) and the reference still holds."""
+    memories = MEMORIES + OTHERS
+    store = loaded(client, mode, memories)
+    for least in (1, 3, 20):
+        for offset, limit in ((0, 1), (0, 4), (2, 3)):
+            want = reference(memories, ("n",), "kiwi apple plum grape", None, offset, limit, least)
+            got = store.search(
+                ("n",),
+                query="kiwi apple plum grape",
+                filter={"n": {"$gte": least}},
+                offset=offset,
+                limit=limit,
+            )
+            check(got, want, memories)
