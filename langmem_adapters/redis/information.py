@@ -13,7 +13,6 @@ import math
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
@@ -29,7 +28,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys
 from langmem_adapters.redis.lexical import ItemKey, Lexical, PlainWords
-from langmem_adapters.redis.records import Record, decode_vectors, distances
+from langmem_adapters.redis.records import Record, decode_vectors, nearest
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Searcher
 from langmem_adapters.redis.stats import RedisStats
@@ -114,7 +113,7 @@ class Information(Lexical):
     ) -> None:
         """As :class:`Lexical`; ``spec`` and ``qvec``: the index and the query's vector."""
         super().__init__(keys, vector, op, conds, hybrid, stats)
-        self.spec, self.qvec = spec, np.asarray(qvec, np.float32)
+        self.spec, self.qvec = spec, qvec
 
     def call(self, window: int) -> Call | None:
         """The ``information`` script's call, or None when the query has no rare word. Without
@@ -149,13 +148,14 @@ class Information(Lexical):
             self.stats.term("").update(size)
         for w, n in zip(self.uncounted, counts):
             self.stats.term(w).update(n)
-        out = []
-        for meta, created, vectors, total in rows:
-            r = Record.parse(meta, created)
-            if not (self.exact or self._ok(r)):
-                continue
-            found = distances(self.spec, decode_vectors(vectors or None, self.spec), self.qvec)
-            r.distance = float(found.min()) if len(found) else math.inf
-            out.append((r, float(total)))
+        read = [(Record.parse(m, c), e, float(total)) for m, c, e, total in rows]
+        kept = [(r, e, total) for r, e, total in read if self.exact or self._ok(r)]
+        for r, e, _ in kept:
+            r.vectors = decode_vectors(e or None, self.spec)
+        scored, unscored = nearest(self.spec, [r for r, _, _ in kept], self.qvec)
+        for r in [*scored, *unscored]:
+            r.distance = math.inf if r.distance is None else r.distance
+            r.vectors = None
+        out = [(r, total) for r, _, total in kept]
         out.sort(key=lambda c: (-round(c[1], TIE_DIGITS), _key(c[0])))
         return out
