@@ -20,7 +20,7 @@ from langmem_adapters.redis.export import items_plan, restore_plan
 from langmem_adapters.redis.identity import RedisIdentity
 from langmem_adapters.redis.layout import Keys, Mode
 from langmem_adapters.redis.namespaces import count_plan, delete_namespace_plan
-from langmem_adapters.redis.options import ModeOption, check_fusion
+from langmem_adapters.redis.options import ModeOption
 from langmem_adapters.redis.plan import plan, put_if_absent_plan
 from langmem_adapters.redis.probe import RedisProbe
 from langmem_adapters.redis.reindex import RedisReindex
@@ -54,7 +54,6 @@ class RedisBackend(Store[RedisStats]):
     def _configure_redis(self, prefix: str, mode: ModeOption) -> None:
         self.keys = Keys(prefix)
         check_mode(mode)
-        check_fusion(self.index_spec)
         self.requested_mode: ModeOption = mode
         self.mode: Mode | None = None
         self.cluster = False

@@ -25,23 +25,23 @@ from langmem_adapters.core.bm25 import Corpus, bm25
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.hybrid import HybridSpec, fuse, query_words
 from langmem_adapters.core.values import load_json
-from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, text, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import MAX_WINDOW, Knn, Searcher
+from langmem_adapters.redis.search import MAX_WINDOW, Searcher
 from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.tokens import pushdown
 
 __all__ = [
     "MAX_TERMS",
     "Lexical",
+    "PlainWords",
     "corpus_calls",
     "count_corpus",
     "fused",
     "plain_hybrid",
+    "plain_words",
     "query_terms",
-    "sides",
 ]
 
 #: Distinct query words the lexical side matches at most (the first ones): a page of text as a query
@@ -50,6 +50,18 @@ MAX_TERMS = 64
 
 ItemKey = tuple[str, str]
 """An item's ``(namespace text, key)``."""
+
+
+class Words(NamedTuple):
+    """A Query Engine lexical search's words (:meth:`Lexical.split`): those known rare and known
+    common, the counts known (``known``), the index's size (-1: the script counts it) and the
+    page's end."""
+
+    rare: list[str]
+    common: list[str]
+    known: dict[str, int]
+    size: int
+    page: int
 
 
 class Hit(NamedTuple):
@@ -79,27 +91,6 @@ def _hit(keys: Keys, row: list[Any]) -> Hit:
         r = Record.parse(row[0], row[1])
         return Hit(_key(r), float(row[2]), r)
     return Hit(keys.item_id(row[0]), float(row[1]), None)
-
-
-def sides(
-    keys: Keys,
-    spec: IndexSpec | None,
-    op: SearchOp,
-    conds: tuple[Condition, ...],
-    qvec: list[float] | None,
-    knn: Knn,
-    edges: dict[str, int] | None,
-    stats: RedisStats,
-) -> tuple[Searcher, Lexical | None]:
-    """A Query Engine search's server side: its :class:`Searcher`; for a hybrid store's query
-    search, that of the vector side (the first candidates of the same search) and the lexical side
-    (``stats``: the store's word counts)."""
-    hybrid = spec.hybrid if spec is not None and qvec is not None else None
-    if hybrid is None:
-        return Searcher.build(keys, spec, op, conds, qvec, knn, edges), None
-    wide = op._replace(offset=0, limit=op.offset + op.limit)  # as wide as a vector search
-    vector = Searcher.build(keys, spec, wide, conds, qvec, knn, edges)
-    return vector, Lexical(keys, vector, op, conds, hybrid, stats)
 
 
 class Lexical:
@@ -134,6 +125,24 @@ class Lexical:
         the script reads only the items that can reach the page: on LongMemEval (items ~2 KB, 470
         questions) reading all 40 took the script 1.33 ms against 0.48 ms reading none, and the
         hybrid search went from 2.41 to 1.78 ms globally (docs/hybrid.md, Redis)."""
+        words = self.split()
+        if words is None:
+            return None  # only common words: nothing selects, the vector side ranks alone
+        rare, common = words.rare, words.common
+        window = min(window, MAX_WINDOW)  # the server's bound, as for the vector side
+        # the namespace and filter clauses only select (the script negates them twice): BM25STD
+        # scores every term of a query, and a tag clause reordered the text's ranking
+        head = "".join(f"{part} " for part in self.parts)
+        share, page = self.hybrid.rare_share, words.page
+        read = page if self.exact else window
+        args = (self.keys.index(None), head, window, share, words.size, page, read, len(rare))
+        sent = (*rare, *self.uncounted, *common)
+        return Call((*args, len(self.uncounted), *sent), script="lexical")
+
+    def split(self) -> Words | None:
+        """The query's words as the script gets them, or None when none is rare nor uncounted
+        (nothing selects). Sets which words (``uncounted``) and whether the index's size
+        (``sized``) the script counts, from the store's counts."""
         items = self.stats.term("")  # no word is empty: the key of the items index's size
         self.sized = items.stale()
         self.uncounted = [w for w in self.terms if self.sized or self.stats.term(w).stale()]
@@ -141,18 +150,10 @@ class Lexical:
         page = self.op.offset + self.op.limit
         rare = [] if self.sized else self.hybrid.rare(known, items.count or 0, page)
         if not rare and not self.uncounted:
-            return None  # only common words: nothing selects, the vector side ranks alone
+            return None
         common = [w for w, n in known.items() if n > 0 and w not in rare]
-        window = min(window, MAX_WINDOW)  # the server's bound, as for the vector side
-        # the namespace and filter clauses only select (the script negates them twice): BM25STD
-        # scores every term of a query, and a tag clause reordered the text's ranking
-        head = "".join(f"{part} " for part in self.parts)
         size = -1 if self.sized else items.count or 0
-        share = self.hybrid.rare_share
-        read = page if self.exact else window
-        args = (self.keys.index(None), head, window, share, size, page, read, len(rare))
-        words = (*rare, *self.uncounted, *common)
-        return Call((*args, len(self.uncounted), *words), script="lexical")
+        return Words(rare, common, known, size, page)
 
     def calls(self) -> list[Call]:
         """What the lexical side sends in the search's round: its query, none without words. Built
@@ -223,31 +224,49 @@ def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[A
     corpus.update(size, length, df.items())
 
 
-def plain_hybrid(
+class PlainWords(NamedTuple):
+    """A plain-mode hybrid search's word statistics: each searched record's words (``docs``), how
+    many items of the collection hold each query word a record holds (``counts``), the collection's
+    ``size`` and the rare words among them (they select the lexical candidates)."""
+
+    docs: list[list[str]]
+    counts: dict[str, int]
+    size: int
+    rare: set[str]
+
+
+def plain_words(
     hybrid: HybridSpec,
     op: SearchOp,
     records: Sequence[Record],
     texts: dict[ItemKey, list[str]],
     corpus: Corpus,
-) -> list[Record]:
-    """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
-    the page's nearest and of the candidates BM25 ranks first for the query's words, among the
-    records holding one of its rare words. Which words are rare (``HybridSpec.rare``: they select
-    the candidates, the other words only add to their scores) and their weights are judged by the
-    collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records alone: within a
-    namespace of 32 memories the page term let words a third of them hold count. Ties by
-    namespace and key."""
+) -> PlainWords:
+    """The words of a plain-mode hybrid search. Which words are rare (``HybridSpec.rare``: they
+    select the candidates, the other words only add to their scores) and their weights are judged
+    by the collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records
+    alone: within a namespace of 32 memories the page term let words a third of them hold count."""
     docs = [texts.get(_key(r), []) for r in records]
     wanted = query_terms(op.query)
     held = Counter(w for d in docs for w in set(wanted).intersection(d))
-    page = op.offset + op.limit
     size = max(corpus.size, sum(1 for d in docs if d))
     counts = {w: corpus.held(w, held[w]) for w in wanted if held[w]}
-    rare = set(hybrid.rare(counts, size, page))
+    rare = set(hybrid.rare(counts, size, op.offset + op.limit))
+    return PlainWords(docs, counts, size, rare)
+
+
+def plain_hybrid(
+    hybrid: HybridSpec, op: SearchOp, records: Sequence[Record], w: PlainWords, corpus: Corpus
+) -> list[Record]:
+    """Plain mode's hybrid ranking of a search's scored ``records`` (nearest first): the fusion of
+    the page's nearest and of the candidates BM25 ranks first for the query's words, among the
+    records holding one of its rare words (``w``, :func:`plain_words`; BM25 with the collection's
+    ``corpus``). Ties by namespace and key."""
+    page = op.offset + op.limit
     lexical: list[Hit] = []
-    if rare:
-        scores = bm25(list(counts), docs, corpus=corpus)
-        selected = [not rare.isdisjoint(d) for d in docs]
+    if w.rare:
+        scores = bm25(list(w.counts), w.docs, corpus=corpus)
+        selected = [not w.rare.isdisjoint(d) for d in w.docs]
         hits = sorted(
             (-s, _key(r), i)
             for i, (s, r) in enumerate(zip(scores, records))

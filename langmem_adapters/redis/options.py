@@ -1,19 +1,17 @@
 """The Redis stores' constructor options: the client given once (positionally or under the official
 stores' keyword), the key prefix under either name, ``cluster_mode`` checked against the client,
-the hybrid fusions Redis offers, and the pool size of a client made from a URL."""
+and the pool size of a client made from a URL."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = [
     "POOL_SIZE",
     "ModeOption",
     "check_cluster_mode",
-    "check_fusion",
     "one_client",
     "one_prefix",
 ]
@@ -52,15 +50,4 @@ def check_cluster_mode(cluster_mode: bool | None, cluster: bool) -> None:
         kind = "a RedisCluster client" if cluster else "a single-server client"
         raise InvalidArgumentError(
             f"cluster_mode={cluster_mode!r} does not match the client, which is {kind}"
-        )
-
-
-def check_fusion(spec: IndexSpec | None) -> None:
-    """Hybrid search on Redis fuses by relative score or rank: the ``information`` fusion needs each
-    lexical candidate's distance and IDF sum, which its lexical script does not read (measured too
-    slow so far: docs/hybrid.md, "What it costs on Redis")."""
-    if spec is not None and spec.hybrid is not None and spec.hybrid.fusion == "information":
-        raise InvalidArgumentError(
-            "hybrid 'fusion': 'information' is available on the Postgres stores only; "
-            "use 'relative' or 'rrf' on Redis"
         )

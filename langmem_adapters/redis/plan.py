@@ -25,7 +25,7 @@ from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import Batch, Write, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import Keys, Mode, text
-from langmem_adapters.redis.lexical import Lexical, sides
+from langmem_adapters.redis.lexical import Lexical
 from langmem_adapters.redis.plain import plain_searches
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
@@ -39,6 +39,7 @@ from langmem_adapters.redis.search import (
     shortcuts,
     unscored_tail,
 )
+from langmem_adapters.redis.sides import sides
 from langmem_adapters.redis.stats import RedisStats
 from langmem_adapters.redis.writes import (
     Entry,

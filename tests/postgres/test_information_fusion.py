@@ -231,8 +231,10 @@ async def test_filters_and_prefixes_hold(conn: Any, flavor: str) -> None:
                 assert all(r.namespace[: len(prefix)] == prefix for r in got)
 
 
-def test_a_bad_fusion_is_rejected_and_redis_refuses_information(conn: Any) -> None:
+def test_a_bad_fusion_is_rejected_and_redis_takes_information(conn: Any) -> None:
     with pytest.raises(InvalidArgumentError, match="fusion"):
         PostgresStore(conn, index=index(MEMORIES, {"fusion": "nats"}))  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentError, match="Postgres stores only"):
-        RedisStore("redis://127.0.0.1:1", index=index(MEMORIES))  # checked before connecting  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="fusion"):
+        RedisStore("redis://127.0.0.1:1", index=index(MEMORIES, {"fusion": "nats"}))  # type: ignore[arg-type]
+    for mode in ("auto", "plain", "query_engine"):  # checked before connecting: no error
+        RedisStore("redis://127.0.0.1:1", mode=mode, index=index(MEMORIES))  # type: ignore[arg-type]
