@@ -5,32 +5,18 @@ lexical page reaches the page with its value, and filters and namespace prefixes
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import pytest
 import redis
 from langgraph.store.base import PutOp, SearchItem
 
-from langmem_adapters.core.hybrid import query_words
-from langmem_adapters.core.information import LexicalCandidate, VectorCandidate, fuse_information
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from tests import servers
-from tests.postgres.test_information_fusion import (
-    HYBRID,
-    MEMORIES,
-    OTHERS,
-    Angles,
-    Memory,
-    check,
-    vector,
-)
+from tests.information import DIMS, MEMORIES, OPTIONS, OTHERS, Angles, Memory, check, reference
 
-OPTIONS = {"fusion": "information", "rare_share": 0.2}
-DIMS = 8
 MODES = ["query_engine", "plain"]
 
 
@@ -63,50 +49,6 @@ def loaded(client: redis.Redis, mode: str, memories: Sequence[Memory]) -> RedisS
         ]
     )
     return store
-
-
-def distance(m: Memory) -> float:
-    v = np.array(vector(m.angle), dtype=np.float32)
-    q = np.array(vector(0.0), dtype=np.float32)
-    return float(1 - v @ q / (np.linalg.norm(v) * np.linalg.norm(q)))
-
-
-def reference(
-    memories: Sequence[Memory],
-    prefix: tuple[str, ...],
-    query: str,
-    kind: str | None,
-    offset: int,
-    limit: int,
-    least: int = 0,
-) -> list[tuple[str, float]]:
-    """The page (keys, fused scores) computed here: the vector side's nearest ``page`` items in
-    scope, the lexical candidates (in scope, holding a query word held by at most the bound's
-    items of the whole collection) by IDF sum (each word's df counted exactly over the collection),
-    then ``fuse_information``; ``least``: the least ``n`` (a memory's place) in scope."""
-    page, n = offset + limit, len(memories)
-    bound = max(1, page, math.floor(HYBRID.rare_share * n))
-    words = query_words(query)
-    df = {w: sum(w in m.text.split() for m in memories) for w in words}
-    idf = {w: math.log(1 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items() if d}
-    inside = [
-        m
-        for i, m in enumerate(memories)
-        if m.namespace[: len(prefix)] == prefix and kind in (None, m.kind) and i >= least
-    ]
-    near = sorted(inside, key=distance)[:page]
-    held = [m for m in inside if any(0 < df[w] <= bound and w in m.text.split() for w in words)]
-    score = {m.key: sum(idf.get(w, 0.0) for w in words if w in m.text.split()) for m in held}
-    held.sort(key=lambda m: (-score[m.key], ".".join(m.namespace), m.key))
-    depth = HYBRID.candidates(offset, limit)
-    fused = fuse_information(
-        [VectorCandidate(m.key, distance(m)) for m in near],
-        [LexicalCandidate(m.key, score[m.key], distance(m)) for m in held[:depth]],
-        HYBRID,
-        page,
-        depth,
-    )
-    return fused[offset:page]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -171,7 +113,9 @@ def test_a_range_filter_checked_on_the_rows(client: redis.Redis, mode: str) -> N
     store = loaded(client, mode, memories)
     for least in (1, 3, 20):
         for offset, limit in ((0, 1), (0, 4), (2, 3)):
-            want = reference(memories, ("n",), "kiwi apple plum grape", None, offset, limit, least)
+            want = reference(
+                memories, ("n",), "kiwi apple plum grape", None, offset, limit, least=least
+            )
             got = store.search(
                 ("n",),
                 query="kiwi apple plum grape",
