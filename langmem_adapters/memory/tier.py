@@ -121,7 +121,8 @@ class MemoryTier:
 
     def _forget_all(self, page_size: int = 200) -> Flow[int]:
         """Delete the tier's namespace and everything below it: one ``delete_namespace`` on a store
-        that has it (see its docs on atomicity), else search and delete a page at a time (one batch per page)."""
+        that has it (see its docs on atomicity), else search and delete a page at a time (one batch
+        per page)."""
         if hasattr(self.store, "delete_namespace"):
             return int((yield from call(self.store, "delete_namespace", self._ns)))
         removed = 0

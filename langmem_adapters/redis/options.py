@@ -8,13 +8,7 @@ from typing import Any, Literal
 
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-__all__ = [
-    "POOL_SIZE",
-    "ModeOption",
-    "check_cluster_mode",
-    "one_client",
-    "one_prefix",
-]
+__all__ = ["POOL_SIZE", "ModeOption", "check_cluster_mode", "one_client", "one_prefix"]
 
 ModeOption = Literal["auto", "query_engine", "plain"]
 

@@ -30,9 +30,9 @@ def _source(name: str) -> str:
 #: Script name -> Lua source (``lua/<name>.lua``): ``write`` (every write of a batch), ``register``
 #: (cluster: namespaces first), ``read_ns`` (plain-mode reads), ``search``, for namespace-wide
 #: operations ``drop`` (delete namespaces) and ``count`` (Query Engine counts), ``reindex_switch``
-#: (the atomic end of a reindex), ``lexical`` (the lexical side of a hybrid search), ``information`` (the same under the information fusion)
-#: and ``words``
-#: (a namespace's word counts, plain mode's collection statistics).
+#: (the atomic end of a reindex), ``lexical`` (the lexical side of a hybrid search), ``information``
+#: (the same under the information fusion) and ``words`` (a namespace's word counts, plain mode's
+#: collection statistics).
 _NAMES = "write register read_ns search drop count reindex_switch lexical information words"
 SCRIPTS = {name: _source(name) for name in _NAMES.split()}
 #: Script name -> SHA1 of its source, for ``EVALSHA``.
