@@ -25,7 +25,7 @@ from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.items import make_item
 from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.postgres.fusion import scored_rows
+from langmem_adapters.postgres.fusion import Fused, Scored, fuse_rows, scored_rows, with_items
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
@@ -41,6 +41,7 @@ from langmem_adapters.postgres.search import (
     Sizes,
     choose_shape,
     get_statement,
+    items_statement,
     plain_search,
     pool_candidates,
     search_sizes,
@@ -210,7 +211,10 @@ def _vector_reads(
     vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
     shape = choose_shape(spec, vop, conds, prepared.sizes)
     statements = reads.statements
-    statements += vector_search(t, spec, vop, conds, qvec, shape, prepared.sizes.ef)
+    hybrid = spec.hybrid is not None  # its sides name their items; the page's are read after
+    statements += vector_search(
+        t, spec, vop, conds, qvec, shape, prepared.sizes.ef, items=not hybrid
+    )
     found = _Search(i, op, conds, len(statements) - 1, qvec, shape)
     if spec.hybrid is not None:  # the lexical side, in the same round
         if shape is not Shape.EXACT:  # rows pooled and sorted here: the settings ride in them
@@ -233,16 +237,18 @@ def _assemble(
 ) -> Steps[None]:
     """Fill the searches' and listings' results from the round's rows, with the rounds a search
     may still need."""
+    scored: dict[int, Scored] = {}  # the query searches' pages, by their place in reads.searches
+    if spec is not None:
+        scored = yield from _scored_pages(t, spec, reads.searches, rows)
     tails: list[_Tail] = []
     got: Sequence[Sequence[Any]]
-    for s in reads.searches:
-        if s.qvec is None or spec is None:
+    for n, s in enumerate(reads.searches):
+        if spec is None or n not in scored:
             got = [ItemRow._make(r) for r in rows[s.at]]
             results[s.index] = [search_item_of(r, None) for r in got]
         else:
-            scored = yield from _vector_page(t, spec, s, rows)
-            got = [r for r, _ in scored]
-            page = [search_item_of(r, score) for r, score in scored]
+            got = [r for r, _ in scored[n]]
+            page = [search_item_of(r, score) for r, score in scored[n]]
             results[s.index] = page
             if len(got) < s.op.limit:  # the scored items ran out: the page ends with unscored ones
                 # A whole page's worth: the rows of items scored above are skipped below.
@@ -257,25 +263,48 @@ def _assemble(
         results[i] = [tuple(labels) for (labels,) in rows[at]]
 
 
-def _vector_page(
+def _scored_pages(
+    t: Tables, spec: IndexSpec, searches: list[_Search], rows: list[Any]
+) -> Steps[dict[int, Scored]]:
+    """Each query search's scored page, by its place in ``searches``: a vector search's from its
+    rows, a hybrid search's from the fusion of its sides, its items read in one more round (for
+    every hybrid search of the batch at once)."""
+    scored: dict[int, Scored] = {}
+    fused: dict[int, Fused] = {}
+    for n, s in enumerate(searches):
+        if s.qvec is None:
+            continue
+        candidates = yield from _vector_candidates(t, spec, s, rows)
+        if s.lexical_at is None or spec.hybrid is None:
+            scored[n] = scored_rows(spec, candidates)
+        else:
+            op = s.op
+            fused[n] = fuse_rows(spec.hybrid, candidates, rows[s.lexical_at], op.offset, op.limit)
+    if fused:
+        items = yield Round([items_statement(t, [key for key, _ in f]) for f in fused.values()])
+        scored.update((n, with_items(f, got)) for (n, f), got in zip(fused.items(), items))
+    return scored
+
+
+def _vector_candidates(
     t: Tables, spec: IndexSpec, s: _Search, rows: list[Any]
-) -> Steps[list[tuple[Sequence[Any], float]]]:
-    """A vector (or hybrid) search's scored page from its rows: the page itself (``EXACT``), else
-    the candidates pooled, or the exact query when they ran short."""
+) -> Steps[Sequence[Sequence[Any]]]:
+    """A vector search's page (or a hybrid search's vector side) from its rows: the page itself
+    (``EXACT``), else the candidates pooled, or the exact query when they ran short."""
     assert s.qvec is not None
     vop = vector_op(spec, s.op)
     got: Sequence[Sequence[Any]] = rows[s.at]
-    if s.shape is not Shape.EXACT:
-        pooled = pool_candidates(got)
-        if len(pooled) < needed(vop):
-            # The ANN window (or the iterative scan's budget) ran short for this filter or
-            # page: answer exactly, so a page is never short while more matches exist.
-            exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT)
-            (got,) = yield Round(exact)
-        else:
-            got = pooled[vop.offset : vop.offset + vop.limit]
-    lexical = rows[s.lexical_at] if s.lexical_at is not None else None
-    return scored_rows(spec, s.op, got, lexical)
+    if s.shape is Shape.EXACT:
+        return got
+    pooled = pool_candidates(got)
+    if len(pooled) >= needed(vop):
+        return pooled[vop.offset : vop.offset + vop.limit]
+    # The ANN window (or the iterative scan's budget) ran short for this filter or page: answer
+    # exactly, so a page is never short while more matches exist.
+    items = spec.hybrid is None
+    exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT, items=items)
+    (got,) = yield Round(exact)
+    return got
 
 
 def _end_page(tail: _Tail, rows: list[Sequence[Any]], refresh: Refresh) -> None:

@@ -21,6 +21,7 @@ from langmem_adapters.postgres.sql import (
     DISTANCE_OPERATOR,
     ITEM_COLUMNS,
     KEY,
+    KEY_COLUMNS,
     LIVE,
     Round,
     Sql,
@@ -42,6 +43,7 @@ __all__ = [
     "Sizes",
     "choose_shape",
     "get_statement",
+    "items_statement",
     "plain_search",
     "pool_candidates",
     "search_sizes",
@@ -59,8 +61,13 @@ COLD = Cold(exact_up_to=20_000, breadth=1000)
 
 def get_statement(t: Tables, gets: list[tuple[int, GetOp]]) -> Statement:
     """One statement reading the live items of a batch's gets (``ITEM_COLUMNS``)."""
+    return items_statement(t, [(nsp.join(op.namespace), op.key) for _, op in gets])
+
+
+def items_statement(t: Tables, keys: Sequence[tuple[str, str]]) -> Statement:
+    """One statement reading the live items of ``keys`` (namespace text, key): ``ITEM_COLUMNS``."""
     # Built every time: caching its text per store saved 4-5% of a get (docs/architecture.md).
-    source, params = row_source(KEY, [(nsp.join(op.namespace), op.key) for _, op in gets])
+    source, params = row_source(KEY, keys)
     return Statement(
         f"SELECT {_ITEMS_S} FROM {t.store} s "
         f"JOIN {source} ON s.ns = r.ns AND s.key = r.key WHERE {_LIVE_S}",
@@ -233,38 +240,39 @@ def vector_search(
     qvec: str,
     shape: Shape,
     ef: int = 0,
+    *,
+    items: bool = True,
 ) -> list[Statement]:
-    """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS`` and the distance;
-    its rows come back from the last one): the page itself for ``EXACT``, else
-    ``vector_rows(spec, op)`` candidate vectors to pool (``pool_candidates``). ``ef``: the HNSW
-    breadth of the ANN shapes (``Sizes.ef``)."""
+    """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS``, or ``KEY_COLUMNS``
+    without ``items``, and the distance; its rows come back from the last one): the page itself
+    for ``EXACT``, else ``vector_rows(spec, op)`` candidate vectors to pool (``pool_candidates``).
+    ``ef``: the HNSW breadth of the ANN shapes (``Sizes.ef``)."""
     dist = Sql(f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})", [qvec])
     rows = vector_rows(spec, op)
+    columns = (ITEM_COLUMNS if items else KEY_COLUMNS).format(a="s")
     if shape is Shape.EXACT:
         page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
-        items = compose("SELECT", _ITEMS, "min(", dist, ") AS d", _joined(t, spec, op, conditions))
-        return [compose(items, "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key", page).statement()]
+        found = compose(f"SELECT {columns}, min(", dist, ") AS d", _joined(t, spec, op, conditions))
+        return [compose(found, "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key", page).statement()]
     if shape is Shape.SCAN:
         # "+ 0": an expression the ANN index cannot serve, so the plan is a scan of the prefix's
         # range, and one that a prepared statement can keep (generic) without planning per call.
         # Ties are broken as the page is ordered, so a cut through equal distances is consistent.
         where = Sql(*ns_condition("v.ns", op.namespace_prefix))
-        return [_nearest_items(t, spec, dist, where, compose(dist, "+ 0, v.ns, v.key"), rows)]
+        order = compose(dist, "+ 0, v.ns, v.key")
+        return [_nearest_items(t, spec, columns, dist, where, order, rows)]
     steer = "" if shape is Shape.FILTERED else _STEER_TO_INDEX
     iterative = "off" if shape is Shape.BROAD else "relaxed_order"
     settings = compose("SELECT", _ann_settings(spec, ef, rows, iterative), steer).statement()
     if shape is Shape.FILTERED:
-        items = compose("SELECT", _ITEMS, dist, "AS d", _joined(t, spec, op, conditions))
-        return [settings, compose(items, "ORDER BY", dist, Sql("LIMIT %s", [rows])).statement()]
+        found = compose(f"SELECT {columns},", dist, "AS d", _joined(t, spec, op, conditions))
+        return [settings, compose(found, "ORDER BY", dist, Sql("LIMIT %s", [rows])).statement()]
     # Nothing to filter on the items: take the nearest vectors first and read only their items
     # (a live check can drop some; a short pool then falls back to the exact query). The LIMIT
     # is part of the text: with it a parameter, a generic plan would expect a tenth of the
     # vectors back and hash-join them with a scan of every item.
     where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True))
-    return [settings, _nearest_items(t, spec, dist, where, dist, rows)]
-
-
-_ITEMS = f"{ITEM_COLUMNS.format(a='s')},"
+    return [settings, _nearest_items(t, spec, columns, dist, where, dist, rows)]
 
 
 # An unfiltered ANN search is kept on the index, in one generic plan: with sorts allowed, a global
@@ -293,12 +301,12 @@ def _ann_settings(spec: IndexSpec, ef: int, rows: int, iterative: str) -> Sql:
 
 
 def _nearest_items(
-    t: Tables, spec: IndexSpec, dist: Sql, where: Sql, order: Sql, rows: int
+    t: Tables, spec: IndexSpec, columns: str, dist: Sql, where: Sql, order: Sql, rows: int
 ) -> Statement:
-    """The nearest ``rows`` vectors (``where``, by ``order``), then their live items with the
-    distance."""
+    """The nearest ``rows`` vectors (``where``, by ``order``), then their live items' ``columns``
+    with the distance."""
     return compose(
-        f"SELECT {ITEM_COLUMNS.format(a='s')}, c.d FROM (SELECT v.ns, v.key,",
+        f"SELECT {columns}, c.d FROM (SELECT v.ns, v.key,",
         dist,
         f"AS d FROM {t.vectors(spec)} v WHERE",
         where,

@@ -84,7 +84,9 @@ def test_a_non_hybrid_store_pays_nothing(conn: Any, prefix: str) -> None:
     assert sum("tsv = NULL" in sql for sql in sent) == 1
 
 
-def test_one_round_trip_like_vector_search(conn: Any, prefix: str) -> None:
+def test_two_round_trips_for_any_number_of_hybrid_searches(conn: Any, prefix: str) -> None:
+    """A vector search is one round; a hybrid search is two (its sides, then its page's items),
+    and so is a batch of several."""
     hybrid = store_of(conn, prefix)
     hybrid.batch([PutOp(("a",), f"k{i}", {"text": f"memory {i} of order {i}"}) for i in range(30)])
     vector = store_of(conn, prefix, hybrid=False)
@@ -94,7 +96,12 @@ def test_one_round_trip_like_vector_search(conn: Any, prefix: str) -> None:
         with traced(conn) as trace:
             assert store.search(("a",), query="order 7", limit=5)
         counts.append(trace.rounds)
-    assert counts == [1, 1]
+    searches = [SearchOp(("a",), query=f"order {i}", limit=3) for i in (1, 2, 3)]
+    with traced(conn) as trace:
+        pages = hybrid.batch(searches)
+    assert counts == [1, 2] and trace.rounds == 2
+    assert [page[0].key for page in pages] == ["k1", "k2", "k3"]  # type: ignore[index]
+    assert pages[0][0].value == {"text": "memory 1 of order 1"}  # type: ignore[index]
 
 
 def test_setup_fills_tables_made_before_hybrid(conn: Any, prefix: str) -> None:
@@ -267,6 +274,33 @@ def test_the_unscored_tail_skips_items_already_on_the_page(conn: Any, prefix: st
         other.close()
     assert sorted(k for k, _ in got) == ["k1", "k2", "u"]
     assert got[-1] == ("u", True) and all(not unscored for _, unscored in got[:2])
+
+
+def test_the_page_items_are_read_after_the_fusion(conn: Any, prefix: str) -> None:
+    """The page's items are read in the round after the sides': an item deleted in between is left
+    out of the page, one rewritten in between comes with its new value."""
+    store = store_of(conn, prefix)
+    store.batch([PutOp(("a",), f"k{i}", {"text": f"order {i} shipped"}) for i in range(4)])
+    other = psycopg.connect(servers.postgres_dsn(), autocommit=True)
+    writer = PostgresStore(other, index=index(), table_prefix=prefix)  # type: ignore[arg-type]
+
+    class Racing(psycopg.Cursor[Any]):
+        """Before the page's items are read, another connection deletes k1 and rewrites k2."""
+
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            if "s.ns = r.ns AND s.key = r.key" in str(query):
+                writer.delete(("a",), "k1")
+                writer.put(("a",), "k2", {"text": "order 2 shipped", "note": "new"})
+            return super().execute(query, params, **kwargs)
+
+    conn.cursor_factory = Racing
+    try:
+        got = store.search(("a",), query="order shipped", limit=4)
+    finally:
+        conn.cursor_factory = psycopg.Cursor
+        other.close()
+    assert sorted(r.key for r in got) == ["k0", "k2", "k3"]
+    assert next(r.value for r in got if r.key == "k2") == {"text": "order 2 shipped", "note": "new"}
 
 
 def lexical_keys(store: PostgresStore, query: str) -> list[str]:
