@@ -280,6 +280,8 @@ def _scored_pages(
         else:
             op = s.op
             fused[n] = fuse_rows(spec.hybrid, candidates, rows[s.lexical_at], op.offset, op.limit)
+    scored.update((n, []) for n, f in fused.items() if not f)
+    fused = {n: f for n, f in fused.items() if f}
     if fused:
         items = yield Round([items_statement(t, [key for key, _ in f]) for f in fused.values()])
         scored.update((n, with_items(f, got)) for (n, f), got in zip(fused.items(), items))

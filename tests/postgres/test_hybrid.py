@@ -102,6 +102,10 @@ def test_two_round_trips_for_any_number_of_hybrid_searches(conn: Any, prefix: st
     assert counts == [1, 2] and trace.rounds == 2
     assert [page[0].key for page in pages] == ["k1", "k2", "k3"]  # type: ignore[index]
     assert pages[0][0].value == {"text": "memory 1 of order 1"}  # type: ignore[index]
+    assert hybrid.search(("none",), query="order 7") == []  # sizes read
+    with traced(conn) as trace:  # an empty page has no items to read
+        assert hybrid.search(("none",), query="order 7") == []
+    assert trace.rounds == 3  # the sides, the exact query of the short pool, the unscored tail
 
 
 def test_setup_fills_tables_made_before_hybrid(conn: Any, prefix: str) -> None:
