@@ -292,7 +292,7 @@ def test_the_page_items_are_read_after_the_fusion(conn: Any, prefix: str) -> Non
         """Before the page's items are read, another connection deletes k1 and rewrites k2."""
 
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            if "s.ns = r.ns AND s.key = r.key" in str(query):
+            if "s.ns = r.ns AND s.key = r.key AND" in str(query):
                 writer.delete(("a",), "k1")
                 writer.put(("a",), "k2", {"text": "order 2 shipped", "note": "new"})
             return super().execute(query, params, **kwargs)
