@@ -90,10 +90,12 @@ def fuse_information(
     ln(M / rank of its distance among all M candidates) + lexical_weight x`` its
     :func:`counted_idf` (``depth``: how many candidates the lexical side was asked for), over the
     most a candidate could carry, ``vector_weight x ln M + lexical_weight x mass`` (``mass``: the
-    IDF sum of every query word the lexical side weighed; 0 when it ranked no candidate), so 0..1. When nothing can separate the candidates (one candidate, no lexical candidate) each
-    scores 1.0, as a lone candidate does under relative-score fusion. Ties keep the vector side's
-    order, then the lexical side's. A side weighted 0 is left out, candidates too
-    (``vector_weight=0``: the lexical candidates alone), as in ``core.hybrid.fuse``."""
+    IDF sum of every query word the lexical side weighed; 0 when it ranked no candidate), so 0..1
+    (see the module docstring). When nothing can tell the candidates apart (one candidate, no
+    lexical candidate) each scores 1.0, as a lone candidate does under relative-score fusion. The
+    order is that of the nats (ties keep the vector side's order, then the lexical side's). A side
+    weighted 0 is left out, candidates too (``vector_weight=0``: the lexical candidates alone), as
+    in ``core.hybrid.fuse``."""
     vector = vector if spec.vector_weight > 0 else []
     lexical = lexical if spec.lexical_weight > 0 else []
     distance = {c.key: c.distance for c in vector}
