@@ -19,7 +19,9 @@ question's user, ``("lme", "u<n>")``, about a tenth of it). Modes:
   with that option (``retrieval_stores.hybrid_option``) on the same table or prefix;
 - ``official``: langgraph's own store for the backend (its tables or prefixes), vector search;
 - ``episodic``: ``EpisodicMemory.recall(question, k=10)`` on our hybrid store, each round recorded
-  as an episode at its session's date (namespace scope only: a tier lives in one namespace).
+  as an episode at its session's date (namespace scope only: a tier lives in one namespace);
+  ``episodic:<fusion>`` (e.g. ``episodic:information``): the same on a hybrid store with that
+  fusion (the tier blends the store's 0..1 score with recency, so the fusion's scale matters).
 
 Per mode, backend and scope: recall@5 and recall@10 (share of the question's answer sessions with
 an item in the top k), hit@5, MRR@10, the paper's session-level ``recall_all@5`` (rounds widened to
@@ -266,11 +268,12 @@ def backend_modes(
             if official is not None:  # none on plain Redis
                 load_store(official, ops)
                 yield "official", store_ranker(official), SCOPES
-        if "episodic" in modes:
-            tier = stack.enter_context(open_store(server, embed, "hybrid", place + "e"))
+        for n, mode in enumerate(m for m in modes if m.split(":")[0] == "episodic"):
+            store_mode = mode.replace("episodic", "hybrid", 1)
+            tier = stack.enter_context(open_store(server, embed, store_mode, f"{place}e{n}"))
             rank = episodic_ranker(tier, data)
-            settle(server, place + "e")
-            yield "episodic", rank, ("namespace",)
+            settle(server, f"{place}e{n}")
+            yield mode, rank, ("namespace",)
 
 
 # --------------------------------------------------------------------------- report
@@ -349,8 +352,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if data is None:
         return 0
     modes = args.modes.split(",")
-    for mode in (m for m in modes if m.startswith("hybrid:")):
-        hybrid_option(mode)  # an unknown one stops the run before anything is loaded
+    for mode in (m for m in modes if m.startswith(("hybrid:", "episodic:"))):
+        # an unknown one stops the run before anything is loaded
+        hybrid_option(mode.replace("episodic", "hybrid", 1))
     types = sorted(Counter(q.qtype for q in data.questions))
     embed = precomputed(data, args.embedder)
     print(

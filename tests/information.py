@@ -114,6 +114,7 @@ def reference(
         HYBRID,
         page,
         depth,
+        mass=sum(idf.values()),  # every query word some memory holds
     )
     return fused[offset:page]
 

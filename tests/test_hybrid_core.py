@@ -81,6 +81,7 @@ def test_fuse_rrf_is_reciprocal_rank_fusion() -> None:
     assert [k for k, _ in ranked] == ["c", "a", "b", "d"]
     assert spec.best_score() == pytest.approx(2 / (RRF_K + 1))
     assert HybridSpec().best_score() == 1.0
+    assert HybridSpec(fusion="information").best_score() == 1.0  # its scores are shares
 
 
 def test_fuse_weights_and_ties() -> None:

@@ -315,11 +315,9 @@ class HybridSpec:
 
     def best_score(self) -> float:
         """The highest fused score a search can give (first on every weighted side): 1.0 for
-        relative-score fusion, ``(vector_weight + lexical_weight) / (k + 1)`` for rank fusion. The
-        ``information`` fusion's nats have no upper bound (an IDF sum grows with the query's
-        words): 1.0, its scores kept as they are."""
-        if self.fusion == "information":
-            return 1.0
+        relative-score fusion and for the ``information`` fusion (its scores are already shares
+        of the most a candidate of the search could carry, ``core.information``), ``(vector_weight
+        + lexical_weight) / (k + 1)`` for rank fusion."""
         if self.fusion == "rrf":
             return (self.vector_weight + self.lexical_weight) / (self.k + 1)
         return 1.0 if self.vector_weight + self.lexical_weight > 0 else 0.0

@@ -1,15 +1,27 @@
 """The ``information`` fusion of hybrid search (``HybridSpec.fusion == "information"``): both
 sides scored in one unit, nats, with no constant and no embedder's cosine scale.
 
-Every candidate of either side (the vector page and the lexical candidates) scores
-``-ln(rank)`` by its distance's rank among all of them (1 + the candidates nearer the query: the
-``ln(N / rank)`` of how unlikely an item of the scope is to rank as high, less the constant
-``ln N``), plus the IDF sum of the query words it holds. An IDF sum counts only where it can choose
-the page: not when more than a page of candidates hold exactly that sum (tied on the same words),
-nor when it is the sum the lexical side's cut runs through (its last candidate's, when it returned
-all it was asked for: the cut hides how many more hold it). Designed and measured offline in
-``benchmarks/fusion_study.py`` (``information_tied_cut_union``) on LongMemEval, LoCoMo and the
-identifier set, with three embedders (docs/hybrid.md, "Both sides in nats").
+Every candidate of either side (the vector page and the lexical candidates) carries ``ln(M /
+rank)`` nats by its distance's rank among all ``M`` of them (1 + the candidates nearer the query:
+how unlikely a candidate is to rank as high), plus the IDF sum of the query words it holds. An IDF
+sum counts only where it can choose the page: not when more than a page of candidates hold exactly
+that sum (tied on the same words), nor when it is the sum the lexical side's cut runs through (its
+last candidate's, when it returned all it was asked for: the cut hides how many more hold it).
+Designed and measured offline in ``benchmarks/fusion_study.py`` (``information_tied_cut_union``)
+on LongMemEval, LoCoMo and the identifier set, with three embedders (docs/hybrid.md, "Both sides in
+nats").
+
+The score a search returns is that information as a **share of the most a candidate of this
+search could carry**: ``(vector_weight x ln(M / rank) + lexical_weight x idf) / (vector_weight x
+ln M + lexical_weight x mass)``, ``mass`` the IDF sum of every query word the lexical side weighed
+(held by some text: a word no text holds chooses nothing). 1.0: nearest of all candidates and
+holding every weighed word; 0.0: farthest and holding no word that counts. Per search the map is a
+shift and a positive scale, so the ranking is the nats' own; the scale is a vector store's and the
+other fusions' (``min_score``, the manager's ``duplicate_score`` and the episodic blend read it as
+is). When the lexical side ranked no candidate (no rare query word, or none in scope) ``mass`` is
+0: the search is a vector search and the nearest scores 1.0 (not ``ln M / (ln M + mass)``: words
+that chose nothing say nothing of the candidates). A side weighted 0 adds nothing to either term.
+With nothing to tell the candidates apart (one candidate and no mass) each scores 1.0.
 """
 
 from __future__ import annotations
@@ -23,7 +35,13 @@ from typing import Generic, TypeVar
 
 from langmem_adapters.core.hybrid import HybridSpec
 
-__all__ = ["TIE_DIGITS", "LexicalCandidate", "VectorCandidate", "counted_idf", "fuse_information"]
+__all__ = [
+    "TIE_DIGITS",
+    "LexicalCandidate",
+    "VectorCandidate",
+    "counted_idf",
+    "fuse_information",
+]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -66,12 +84,18 @@ def fuse_information(
     spec: HybridSpec,
     page: int,
     depth: int,
+    mass: float,
 ) -> list[tuple[K, float]]:
     """Every candidate of either side with its fused score, best first: ``vector_weight x
-    -ln(rank of its distance among all candidates) + lexical_weight x`` its :func:`counted_idf`
-    (``depth``: how many candidates the lexical side was asked for). Ties keep the vector side's
-    order, then the lexical side's. A side weighted 0 is left out, candidates too (``vector_weight
-    =0``: the lexical candidates alone), as in ``core.hybrid.fuse``."""
+    ln(M / rank of its distance among all M candidates) + lexical_weight x`` its
+    :func:`counted_idf` (``depth``: how many candidates the lexical side was asked for), over the
+    most a candidate could carry, ``vector_weight x ln M + lexical_weight x mass`` (``mass``: the
+    IDF sum of every query word the lexical side weighed; 0 when it ranked no candidate), so 0..1
+    (see the module docstring). When nothing can tell the candidates apart (one candidate, no
+    lexical candidate) each scores 1.0, as a lone candidate does under relative-score fusion. The
+    order is that of the nats (ties keep the vector side's order, then the lexical side's). A side
+    weighted 0 is left out, candidates too (``vector_weight=0``: the lexical candidates alone), as
+    in ``core.hybrid.fuse``."""
     vector = vector if spec.vector_weight > 0 else []
     lexical = lexical if spec.lexical_weight > 0 else []
     distance = {c.key: c.distance for c in vector}
@@ -79,10 +103,16 @@ def fuse_information(
         distance.setdefault(c.key, c.distance)
     ordered = sorted(distance.values())
     idf = counted_idf(lexical, page, depth)
-    scores = {
+    # the most a candidate can carry: nearest of all, holding every weighed word (none to hold
+    # when the lexical side ranked no candidate: then the vector side's shares alone)
+    top = spec.vector_weight * math.log(max(len(ordered), 1))
+    most = top + spec.lexical_weight * (mass if lexical else 0.0)
+    nats = {  # less the constant vector_weight x ln M, added back in each share
         key: -spec.vector_weight * math.log(1 + bisect_left(ordered, d))
         + spec.lexical_weight * idf.get(key, 0.0)
         for key, d in distance.items()
     }
     first = {key: n for n, key in enumerate(distance)}  # the vector side's keys first
-    return sorted(scores.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+    ranked = sorted(nats.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+    # a server's IDF sums may exceed its mass in the last bits: the share is capped, not the order
+    return [(key, min(1.0, max(0.0, (top + n) / most)) if most > 0 else 1.0) for key, n in ranked]

@@ -1,6 +1,6 @@
 """How the tiers read a store's ranking: the store's score on a 0..1 relevance scale (a hybrid
-store's fused score is a reciprocal-rank value, not a cosine), a minimum score, and maximal
-marginal relevance (MMR) for diverse recalls.
+store's fused score under rank fusion is a reciprocal-rank value, not a cosine), a minimum score,
+and maximal marginal relevance (MMR) for diverse recalls.
 
 MMR (Carbonell and Goldstein, 1998) picks, one at a time, the candidate with the best
 ``(1 - diversity) * relevance - diversity * redundancy``, where ``redundancy`` is its highest word
@@ -35,8 +35,9 @@ def hybrid_of(store: BaseStore) -> HybridSpec | None:
 
 def relevance(score: float, hybrid: HybridSpec | None) -> float:
     """A store score on the 0..1 scale of a cosine similarity: a fused score is divided by the
-    best one possible (first on every weighted side), so rank 1 on both sides is 1.0 and the
-    ranking is unchanged; any other score is returned as is."""
+    best one possible (``HybridSpec.best_score``: first on every weighted side; 1.0 for the
+    relative and information fusions, whose scores are on that scale already), so the ranking is
+    unchanged; any other score is returned as is."""
     if hybrid is None:
         return score
     best = hybrid.best_score()

@@ -31,12 +31,14 @@ Fused = list[tuple[tuple[str, str], float]]
 
 class LexicalRow(NamedTuple):
     """A row of the lexical statement: the item's key, its lexical score (the IDF sum of the query
-    words it holds) and, for the information fusion, its distance to the query vector."""
+    words it holds) and, for the information fusion, its distance to the query vector and the
+    query's IDF mass (the weights of every query word the statement weighed)."""
 
     ns: str
     key: str
     score: float
     distance: float | None = None
+    mass: float | None = None
 
 
 def scored_rows(spec: IndexSpec, vector_rows: Sequence[Sequence[Any]]) -> Scored:
@@ -63,6 +65,7 @@ def fuse_rows(
             hybrid,
             page=offset + limit,
             depth=hybrid.candidates(offset, limit),
+            mass=float(lexical[0].mass or 0.0) if lexical else 0.0,
         )
     else:
         fused = fuse(

@@ -23,7 +23,8 @@ item's lexical score is the sum of the weights of the terms any of its texts hol
 frequency and length left out: memories are short; measured on LongMemEval, fused with the vector
 side, as good as full BM25, see docs/hybrid.md). The statement returns up to ``depth`` times the
 page of candidates, by key with their scores (which set the fusion's scale) and, under the
-information fusion, their distance to the query vector; the items of the fused page are read after
+information fusion, their distance to the query vector and the query's IDF mass (the weights of all
+its terms, what that fusion's scores are a share of); the items of the fused page are read after
 the fusion.
 """
 
@@ -88,7 +89,8 @@ def lexical_search(
 ) -> Statement:
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
     (best first, then namespace and key): each row's namespace, key and score, and for the
-    ``information`` fusion the item's distance to the query vector ``qvec``. The fused page's
+    ``information`` fusion the item's distance to the query vector ``qvec`` and the query's IDF
+    mass (the same on every row). The fused page's
     items are read after the fusion (``postgres.search.items_statement``). Sent after
     :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by the
     fusion: the best item is the first row."""
@@ -110,7 +112,7 @@ def lexical_search(
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
         # items of the other hits, hundreds where a query's words are ordinary, are not read).
-        f"SELECT x.ns, x.key, x.score{_distance_sql(vt, spec) if distance else ''} FROM "
+        f"SELECT x.ns, x.key, x.score{_distance_sql(vt, spec) + _MASS if distance else ''} FROM "
         "(SELECT h.ns, h.key, h.score FROM (SELECT * FROM hits ORDER BY score DESC, ns, key) h "
         f"CROSS JOIN LATERAL (SELECT 1 FROM {t.store} i WHERE i.ns = h.ns AND i.key = h.key "
         f"AND {LIVE.format(a='i')} AND {f_sql} OFFSET 0) s LIMIT {int(candidates)}) x "
@@ -125,6 +127,11 @@ def lexical_search(
             *f_params,
         ],
     )
+
+
+# The information fusion's ``mass`` column: the IDF sum of every query word the statement weighed
+# (``core.information``: what a candidate's score is a share of).
+_MASS = ", (SELECT sum(t.w) FROM terms t) AS mass"
 
 
 def _distance_sql(vt: str, spec: IndexSpec) -> str:

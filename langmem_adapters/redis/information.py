@@ -58,7 +58,8 @@ def plain_information(
         for d, r in zip(w.docs, records)
         if not w.rare.isdisjoint(d)
     )
-    return information_page(hybrid, op, records, [(r, -s) for s, _, r in ranked])
+    lexical = [(r, -s) for s, _, r in ranked]
+    return information_page(hybrid, op, records, lexical, sum(weights.values()))
 
 
 def information_page(
@@ -66,11 +67,12 @@ def information_page(
     op: SearchOp,
     vector: Sequence[Record],
     lexical: Sequence[tuple[Record, float]],
+    mass: float,
 ) -> list[Record]:
     """The fused ranking (each record scored with its fused value) of the vector side's ``vector``
     (nearest first, the page's first ``offset + limit`` taken) and the lexical candidates
     ``lexical`` (best first, with their IDF sums, cut here to the candidates wanted and the
-    floor)."""
+    floor); ``mass``: the IDF sum of every query word the lexical side weighed."""
     page = op.offset + op.limit
     depth = hybrid.candidates(op.offset, op.limit)
     lexical = lexical[:depth]
@@ -84,6 +86,7 @@ def information_page(
         hybrid,
         page,
         depth,
+        mass,
     )
     out = []
     for k, score in ranked:
@@ -114,6 +117,7 @@ class Information(Lexical):
         """As :class:`Lexical`; ``spec`` and ``qvec``: the index and the query's vector."""
         super().__init__(keys, vector, op, conds, hybrid, stats)
         self.spec, self.qvec = spec, qvec
+        self.known: dict[str, int] = {}  # the counts the call sent (the reply has the others)
 
     def call(self, window: int) -> Call | None:
         """The ``information`` script's call, or None when the query has no rare word. Without
@@ -122,6 +126,7 @@ class Information(Lexical):
         words = self.split()
         if words is None:
             return None  # only common words: nothing selects, the vector side ranks alone
+        self.known = words.known
         head = " ".join(self.parts)
         read = self.want if self.exact else -1
         args = (self.keys.index(None), head, self.hybrid.rare_share, words.size, words.page, read)
@@ -136,18 +141,21 @@ class Information(Lexical):
         """The search's page: the information fusion of the vector side's ``vector`` (nearest
         first) and the candidates read from ``replies``."""
         yield from ()  # one round: the reply holds every candidate that can reach the page
-        lexical = self._candidates(replies[0]) if replies else []
-        ranked = information_page(self.hybrid, self.op, vector, lexical)
+        lexical, mass = self._candidates(replies[0]) if replies else ([], 0.0)
+        ranked = information_page(self.hybrid, self.op, vector, lexical, mass)
         return ranked[self.op.offset : self.op.offset + self.op.limit]
 
-    def _candidates(self, reply: Any) -> list[tuple[Record, float]]:
+    def _candidates(self, reply: Any) -> tuple[list[tuple[Record, float]], float]:
         """The candidates of the script's reply with their IDF sums, best first (ties, to
-        :data:`TIE_DIGITS` decimals, by namespace and key), each with its nearest distance."""
+        :data:`TIE_DIGITS` decimals, by namespace and key), each with its nearest distance; and
+        the query's IDF mass (every query word some item holds: those the script weighed)."""
         _, rows, counts, size = load_json(reply)
         if self.sized:
             self.stats.term("").update(size)
         for w, n in zip(self.uncounted, counts):
             self.stats.term(w).update(n)
+        held = [*self.known.values(), *counts]
+        mass = sum(idf(int(size), int(n)) for n in held if n > 0)
         read = [(Record.parse(m, c), e, float(total)) for m, c, e, total in rows]
         kept = [(r, e, total) for r, e, total in read if self.exact or self._ok(r)]
         for r, e, _ in kept:
@@ -158,4 +166,4 @@ class Information(Lexical):
             r.vectors = None
         out = [(r, total) for r, _, total in kept]
         out.sort(key=lambda c: (-round(c[1], TIE_DIGITS), _key(c[0])))
-        return out
+        return out, mass

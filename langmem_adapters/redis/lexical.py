@@ -226,8 +226,9 @@ def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[A
 
 class PlainWords(NamedTuple):
     """A plain-mode hybrid search's word statistics: each searched record's words (``docs``), how
-    many items of the collection hold each query word a record holds (``counts``), the collection's
-    ``size`` and the rare words among them (they select the lexical candidates)."""
+    many items of the collection hold each query word the collection or a record holds
+    (``counts``), the collection's ``size`` and the rare words among them (they select the lexical
+    candidates)."""
 
     docs: list[list[str]]
     counts: dict[str, int]
@@ -250,7 +251,7 @@ def plain_words(
     wanted = query_terms(op.query)
     held = Counter(w for d in docs for w in set(wanted).intersection(d))
     size = max(corpus.size, sum(1 for d in docs if d))
-    counts = {w: corpus.held(w, held[w]) for w in wanted if held[w]}
+    counts = {w: n for w in wanted if (n := corpus.held(w, held[w]))}
     rare = set(hybrid.rare(counts, size, op.offset + op.limit))
     return PlainWords(docs, counts, size, rare)
 

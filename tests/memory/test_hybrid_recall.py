@@ -1,6 +1,7 @@
 """The memory tiers and tools on hybrid stores (``index={..., "hybrid": True}``, #18): they rank by
 the store's fused score, an identifier finds its memory among near-miss ones, the episodic recency
-blend keeps the fused score on a 0..1 scale, and ``recall``'s ``min_score`` and ``diversity``."""
+blend keeps the fused score on a 0..1 scale, and ``recall``'s ``min_score`` and ``diversity``. The
+tests of the score's scale run under the default fusion and the ``information`` one too."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
 PRODUCTS = ["standing desk", "office chair", "desk lamp", "blender", "yoga mat", "backpack"]
 #: Near-miss order numbers around 48213 (digit swaps, +-1, one digit changed), as in the benchmark.
 NUMBERS = [48213, 48231, 48214, 48212, 48223, 42813, 48113, 48203, 84213, 48219, 48210, 48313]
+#: The fusions whose scores the tiers read on a 0..1 scale as they are (``best_score()`` 1.0).
+SHARE_FUSIONS = ["relative", "information"]
+#: A question the first order's memory answers best on both sides: nearest, holding every word
+#: some memory holds ("happened" none), so 1.0 under both fusions.
+ORDER_QUESTION = "what happened with order 48213, the standing desk?"
 
 
 def hybrid_index(**options: Any) -> dict[str, Any]:
@@ -80,17 +86,21 @@ def test_semantic_recall_finds_the_identifier_among_near_misses(make_store: Stor
 
 
 @pytest.mark.parametrize("backend", HYBRID_BACKENDS)
-def test_semantic_recall_keeps_the_stores_fused_order(make_store: StoreFactory) -> None:
-    store = make_store(index=hybrid_index())
+@pytest.mark.parametrize("fusion", SHARE_FUSIONS)
+def test_semantic_recall_keeps_the_stores_fused_order(
+    make_store: StoreFactory, fusion: str
+) -> None:
+    store = make_store(index=hybrid_index(fusion=fusion))
     facts = SemanticMemory(store, namespace=ROOT)
     by_key = {facts.remember(order_text(i, n)).id: n for i, n in enumerate(NUMBERS)}
-    query = "what happened with order 48213, the standing desk?"
+    query = ORDER_QUESTION
     got = [(f.id, f.score) for f in facts.recall(query, k=6)]
     # the tier's own page (50: relative-score fusion scales each side over a page's candidates)
     ranking = store_ranking(store, (*ROOT, "semantic"), query, limit=50)
     expected = [(k, s) for k, s in ranking if k in by_key][:6]
     assert [k for k, _ in got] == [k for k, _ in expected]
-    assert [s for _, s in got] == pytest.approx([s / best_fused() for _, s in expected])
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])  # best_score() 1.0
+    assert got[0][1] == pytest.approx(1.0) and all(0.0 <= s <= 1.0 for _, s in got)
 
 
 @pytest.mark.parametrize("backend", HYBRID_BACKENDS)
@@ -119,10 +129,31 @@ def test_semantic_min_score_on_the_relevance_scale(make_store: StoreFactory) -> 
 
 
 @pytest.mark.parametrize("backend", HYBRID_BACKENDS)
-async def test_manager_duplicate_score_on_a_hybrid_store(make_store: StoreFactory) -> None:
+@pytest.mark.parametrize("fusion", SHARE_FUSIONS)
+def test_semantic_min_score_keeps_what_answers_best_on_both_sides(
+    make_store: StoreFactory, fusion: str
+) -> None:
+    """1.0 is first on both sides (relative), or nearest of all candidates holding every weighed
+    word (information): ``min_score=0.99`` keeps only the fact the question names, and every
+    score is in [0, 1] under either fusion."""
+    facts = SemanticMemory(make_store(index=hybrid_index(fusion=fusion)), namespace=ROOT)
+    written = [facts.remember(order_text(i, n)) for i, n in enumerate(NUMBERS)]
+    ranked = facts.recall(ORDER_QUESTION, k=len(NUMBERS))
+    assert all(f.score is not None and 0.0 <= f.score <= 1.0 for f in ranked)
+    assert len(ranked) == len(NUMBERS) and ranked[1].score is not None and ranked[1].score < 0.99
+    kept = facts.recall(ORDER_QUESTION, k=len(NUMBERS), min_score=0.99)
+    assert [f.id for f in kept] == [written[0].id]
+
+
+@pytest.mark.parametrize("backend", HYBRID_BACKENDS)
+@pytest.mark.parametrize("fusion", SHARE_FUSIONS)
+async def test_manager_duplicate_score_on_a_hybrid_store(
+    make_store: StoreFactory, fusion: str
+) -> None:
     """The manager's ``duplicate_score`` (in [0, 1]) fires on a hybrid store: the one fact, first on
-    both sides, scores 1.0 and the message repeating it is skipped without a model call."""
-    store = make_store(index=hybrid_index())
+    both sides (under information: the only candidate, holding every word some memory holds),
+    scores 1.0 and the message repeating it is skipped without a model call."""
+    store = make_store(index=hybrid_index(fusion=fusion))
     SemanticMemory(store, namespace=("memories", "ada")).remember("Ada prefers green tea")
     message = [HumanMessage("Ada prefers green tea a lot")]  # Jaccard 4/6: not lexical
     model = ScriptedMemoryModel(script=lambda data: [])
@@ -142,22 +173,32 @@ async def test_manager_duplicate_score_on_a_hybrid_store(make_store: StoreFactor
 
 
 @pytest.mark.parametrize("backend", HYBRID_BACKENDS)
-def test_episodic_blend_puts_the_fused_score_on_a_0_to_1_scale(make_store: StoreFactory) -> None:
-    store = make_store(index=hybrid_index())
-    # The exact episode is a day older than its near misses: a raw fused score (at most 2/61)
-    # would leave the ranking to recency alone and put it last.
+@pytest.mark.parametrize(
+    ("fusion", "query"),
+    [("relative", "48213"), ("relative", ORDER_QUESTION), ("information", ORDER_QUESTION)],
+)
+def test_episodic_blend_puts_the_fused_score_on_a_0_to_1_scale(
+    make_store: StoreFactory, fusion: str, query: str
+) -> None:
+    store = make_store(index=hybrid_index(fusion=fusion))
+    # The exact episode is a day older than its near misses: a raw fused score (at most 2/61
+    # under rank fusion; nats, unbounded, under information before its share) would leave the
+    # ranking to recency alone, or to the fused score alone.
     old = EpisodicMemory(store, namespace=ROOT, clock=lambda: NOW - timedelta(days=1))
     target = old.record(order_text(0, NUMBERS[0]))
     log = EpisodicMemory(store, namespace=ROOT, clock=clock)
     for i, n in enumerate(NUMBERS[1:], 1):
         log.record(order_text(i, n))
-    top = log.recall("48213", k=3)
+    top = log.recall(query, k=3)
     assert top[0].id == target.id
     only_text = EpisodicMemory(store, namespace=ROOT, clock=clock, recency_weight=0.0)
-    scores = [e.score for e in only_text.recall("48213", k=len(NUMBERS))]
+    scores = [e.score for e in only_text.recall(query, k=len(NUMBERS))]
     assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)
     # The first is ranked first on the lexical side at least: half the best fused score or more.
     assert scores[0] is not None and scores[0] >= 0.5
+    # Only recency left: the target, a day older, is not first.
+    only_time = EpisodicMemory(store, namespace=ROOT, clock=clock, recency_weight=1.0)
+    assert only_time.recall(query, k=1)[0].id != target.id
 
 
 # ----------------------------------------------------------------------------- tools
