@@ -90,10 +90,9 @@ def lexical_search(
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
     (best first, then namespace and key): each row's namespace, key and score, and for the
     ``information`` fusion the item's distance to the query vector ``qvec`` and the query's IDF
-    mass (the same on every row). The fused page's
-    items are read after the fusion (``postgres.search.items_statement``). Sent after
-    :func:`lexical_settings` or a statement :func:`riding` them. The floor is applied by the
-    fusion: the best item is the first row."""
+    mass (the same on every row). The fused page's items are read after the fusion
+    (``postgres.search.items_statement``). Sent after :func:`lexical_settings` or a statement
+    :func:`riding` them. The floor is applied by the fusion: the best item is the first row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
