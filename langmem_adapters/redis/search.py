@@ -35,8 +35,10 @@ __all__ = [
     "Page",
     "Searcher",
     "knn_settings",
+    "query_vector",
     "read_items_info",
     "shortcuts",
+    "standard_distance",
     "unscored_tail",
 ]
 
@@ -90,6 +92,16 @@ _STANDARD: dict[Distance, Callable[[float], float]] = {
 }
 
 _SORT_KEY = attrgetter("sort_key")  # a record's place in search order
+
+
+def query_vector(spec: IndexSpec, qvec: list[float]) -> bytes:
+    """A query vector as the server's KNN takes it (the ``$B`` parameter)."""
+    return np.asarray(qvec, vector_dtype(spec)[1]).tobytes()
+
+
+def standard_distance(spec: IndexSpec, d: float) -> float:
+    """The server's distance ``d`` as pgvector's (what ``IndexSpec.score`` takes)."""
+    return _STANDARD[spec.distance](d)
 
 
 class Page(NamedTuple):
@@ -218,8 +230,7 @@ class Searcher:
         ret: list[Any] = ["NOCONTENT"]
         params: list[Any] = []
         if self.qvec is not None and self.spec is not None:
-            vector = np.asarray(self.qvec, vector_dtype(self.spec)[1]).tobytes()
-            ret, params = ["RETURN", 1, "d"], ["PARAMS", 2, "B", vector]
+            ret, params = ["RETURN", 1, "d"], ["PARAMS", 2, "B", query_vector(self.spec, self.qvec)]
         # A KNN page whose conditions the server answered needs only its own rows (and ties): 1.12-
         # 1.16x wall on a one-namespace KNN search at 10k items, 1.07-1.09x global (architecture.md).
         load = self.need if self.exact and params else 0
@@ -247,12 +258,11 @@ class Searcher:
                     self.edges[at] = last
             return hits, None, [parse(meta, created) for meta, created, _ in rows]
         out = []
-        standard = _STANDARD[self.spec.distance]
         for meta, created, d in rows:
             r = parse(meta, created)
             if d is not None:
                 d = r.raw_distance = float(d)
-                r.distance = standard(d)
+                r.distance = standard_distance(self.spec, d)
             out.append(r)
         return hits, None if last is None else float(last), out
 

@@ -5,6 +5,8 @@ lexical page reaches the page with its value, and filters and namespace prefixes
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -14,8 +16,21 @@ import redis
 from langgraph.store.base import PutOp, SearchItem
 
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
+from langmem_adapters.redis.scripts import SCRIPTS, SHA
+from langmem_adapters.redis.search import query_vector
 from tests import servers
-from tests.information import DIMS, MEMORIES, OPTIONS, OTHERS, Angles, Memory, check, reference
+from tests.information import (
+    DIMS,
+    MEMORIES,
+    OPTIONS,
+    OTHERS,
+    Angles,
+    Memory,
+    check,
+    distance,
+    reference,
+    vector,
+)
 
 MODES = ["query_engine", "plain"]
 
@@ -124,3 +139,38 @@ def test_a_range_filter_checked_on_the_rows(client: redis.Redis, mode: str) -> N
                 limit=limit,
             )
             check(got, want, memories)
+
+
+def script_rows(store: RedisStore, client: redis.Redis, word: str, count: int, read: int) -> Any:
+    """The ``information`` script's rows for a query of ``word`` alone, told it is held by
+    ``count`` items (the store's count, up to a minute old, may be short of today's)."""
+    spec = store.index_spec
+    assert spec is not None
+    blob = query_vector(spec, vector(0.0))
+    keys = store.keys
+    args = (keys.index(None), "", 0.2, -1, 10, read, keys.index(spec), keys.prefix, blob)
+    client.script_load(SCRIPTS["information"])
+    reply = client.evalsha(SHA["information"], 0, *args, 1, 0, 0, word, count)
+    return json.loads(reply)[1]
+
+
+@pytest.mark.parametrize("mode", ["query_engine"])
+def test_the_script_finds_every_holder_of_a_word_counted_short(
+    client: redis.Redis, mode: str
+) -> None:
+    """Each rare word's query asks for as many items as its count; when more hold it now (added
+    since it was counted), it asks again for all. Each candidate comes with its server-side
+    distance: read whole ([meta, created, distance, sum], all of them), or the best ``read`` and
+    those tied with the last ([hash name, distance, sum]: the five "plum" items tie)."""
+    store = loaded(client, mode, MEMORIES)
+    plums = {m.key: m for m in MEMORIES if "plum" in m.text.split()}
+    assert len(plums) == 5
+    whole = script_rows(store, client, "plum", 1, -1)
+    got = {m["k"]: (float(d), s) for m, _, d, s in whole}
+    assert set(got) == set(plums)
+    for key, (d, s) in got.items():
+        assert d == pytest.approx(distance(plums[key]), abs=1e-6)
+        assert s == pytest.approx(math.log(1 + (len(MEMORIES) - 1 + 0.5) / 1.5))
+    named = script_rows(store, client, "plum", 1, 2)
+    assert {store.keys.item_id(name)[1] for name, _, _ in named} == set(plums)
+    assert all(len(row) == 3 for row in named)

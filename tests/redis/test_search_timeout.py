@@ -2,12 +2,14 @@
 ``ON_TIMEOUT return``, the default, answers the rows found so far) raises
 :class:`SearchTimeoutError` instead of returning a partial page as complete: newest-first and
 filtered searches (``lua/search.lua``), query searches (KNN and the lexical side), filtered counts
-(``lua/count.lua``); with ``ON_TIMEOUT fail`` too, where the server errs instead. On its own
+(``lua/count.lua``); with ``ON_TIMEOUT fail`` too, where the server errs instead. The information
+fusion's per-word queries run without the timeout and answer whole. On its own
 server, as the timeout is server-wide; each of these searches reads or sorts every one of 100k
 matches, far past 1 ms, so they time out every time, without sleeps."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +22,8 @@ from langmem_adapters import SearchTimeoutError
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import AsyncRedisStore, RedisStore
 from langmem_adapters.redis.replies import count_command, timeout_warning, total_results
+from langmem_adapters.redis.scripts import SCRIPTS, SHA
+from langmem_adapters.redis.search import query_vector
 from langmem_adapters.redis.tokens import path_token
 from tests import servers
 
@@ -87,6 +91,25 @@ def test_filtered_search_past_timeout_raises(store: RedisStore) -> None:
 def test_query_search_past_timeout_raises(store: RedisStore) -> None:
     with pytest.raises(SearchTimeoutError, match="query timeout"):
         store.search(("notes",), query="shared words", limit=5)
+
+
+@pytest.mark.usefixtures("timeout_1ms")
+def test_information_word_queries_answer_whole(store: RedisStore, client: redis.Redis) -> None:
+    """The information fusion's per-word queries read RESP2 replies, which the timeout would cut
+    unwarned: they run without it (``TIMEOUT 0``), so a word every item holds (told rare, with
+    its count) gives all 100k candidates past a 1 ms timeout, each with its distance (all tie,
+    so all are read)."""
+    spec = store.index_spec
+    assert spec is not None
+    keys = store.keys
+    blob = query_vector(spec, [1.0] * 8)
+    args = (keys.index(None), "", 0.2, ITEMS, 10, 20, keys.index(spec), keys.prefix, blob)
+    client.script_load(SCRIPTS["information"])
+    reply = client.evalsha(SHA["information"], 0, *args, 1, 0, 0, "note", ITEMS)
+    candidates, rows, _, _ = json.loads(reply)
+    assert candidates == ITEMS
+    assert len(rows) == ITEMS
+    assert all(d is not None for _, d, _ in rows)
 
 
 @pytest.mark.usefixtures("timeout_1ms")
