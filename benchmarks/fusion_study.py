@@ -447,7 +447,7 @@ def rrf_ties(s: Sides) -> list[int]:
 
 def information(s: Sides) -> list[int]:
     """Both sides in nats over the union: ``ln(N / rank)`` (rank of the item's cosine in the
-    scope of N items) plus the IDF of the query words it holds (``ln(N / df)`` each, Lucene's)."""
+    scope of N items) plus the IDF of the query words it holds (:data:`IDF`'s form)."""
     return ordered(
         {i: math.log(s.size / s.ranks[i]) + s.coverage.get(i, 0.0) * s.mass for i in union_of(s)},
         s,
