@@ -39,6 +39,7 @@ Examples::
     python benchmarks/fusion_study.py --dims 128         # WordLlama's 128-d truncation
     python benchmarks/fusion_study.py --embedder glove   # the second, unrelated embedder
     python benchmarks/fusion_study.py --embedder minilm  # the third, contextual (~20 min once)
+    python benchmarks/fusion_study.py --idf plain        # IDF sums of ln(N / df), not BM25's
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ DIMS = 256
 #: The embedder of the vector side: ``wordllama``, ``glove`` (GloVe 6B 50-d word means) or
 #: ``minilm`` (all-MiniLM-L6-v2, a contextual sentence model).
 EMBEDDER = "wordllama"
+#: The IDF of a word held by ``df`` of ``N`` texts in the fusions' IDF sums (and the lexical side's
+#: ranking under ``--lexical idf``): ``bm25``, Lucene's smoothed ``ln(1 + (N - df + 0.5) / (df +
+#: 0.5))``, or ``plain``, the information ``ln(N / df)`` (the unit of the vector side's ``ln(M /
+#: rank)``; a word no text holds counts as held by half a text, in the IDF mass only).
+IDF = "bm25"
 
 
 # --------------------------------------------------------------------------- the data
@@ -119,8 +125,10 @@ class Collection:
         )
 
     def idf(self, word: str) -> float:
-        """Lucene's non-negative IDF over the whole collection."""
+        """The IDF (:data:`IDF`'s form) of ``word`` over the whole collection."""
         n, df = self.corpus.size, len(self.postings.get(word, ()))
+        if IDF == "plain":
+            return math.log(n / max(df, 0.5))
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
@@ -439,7 +447,7 @@ def rrf_ties(s: Sides) -> list[int]:
 
 def information(s: Sides) -> list[int]:
     """Both sides in nats over the union: ``ln(N / rank)`` (rank of the item's cosine in the
-    scope of N items) plus the IDF of the query words it holds (``ln(N / df)`` each, Lucene's)."""
+    scope of N items) plus the IDF of the query words it holds (:data:`IDF`'s form)."""
     return ordered(
         {i: math.log(s.size / s.ranks[i]) + s.coverage.get(i, 0.0) * s.mass for i in union_of(s)},
         s,
@@ -764,7 +772,7 @@ def baselines(col: Collection, case: Case) -> dict[str, list[int]]:
 def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[int]]]]:
     """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
     scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
-    tag = cache_tag(col.name)
+    tag = cache_tag(col.name) + ("" if IDF == "bm25" else f"-{IDF}")
     path = os.path.join(CACHE_DIR, f"fusion-sides2-{tag}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
     if not os.path.exists(path):
         out = [
@@ -805,9 +813,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dims", type=int, choices=(64, 128, 256), default=256, help="WordLlama's truncation"
     )
     p.add_argument("--embedder", choices=("wordllama", "glove", "minilm"), default="wordllama")
+    p.add_argument(
+        "--idf", choices=("bm25", "plain"), default="bm25", help="the IDF form of the IDF sums"
+    )
     args = p.parse_args(argv)
-    global UNSEEN, DIMS, EMBEDDER
-    UNSEEN, EMBEDDER = not args.skip_unseen, args.embedder
+    global UNSEEN, DIMS, EMBEDDER, IDF
+    UNSEEN, EMBEDDER, IDF = not args.skip_unseen, args.embedder, args.idf
     DIMS = {"wordllama": args.dims, "glove": GLOVE_DIMS, "minilm": MINILM_DIMS}[EMBEDDER]
     designs = args.designs.split(",")
     table: dict[str, dict[str, float]] = defaultdict(dict)
@@ -817,7 +828,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             table[design].update({f"{name} {c}": v for c, v in cols.items()})
     columns = sorted({c for cols in table.values() for c in cols})
     label = {"wordllama": "WordLlama", "glove": "GloVe 6B", "minilm": "all-MiniLM-L6-v2"}[EMBEDDER]
-    print(f"recall@5, lexical side scored by {args.lexical}, {label} {DIMS}-d")
+    print(f"recall@5, lexical side scored by {args.lexical}, IDF {IDF}, {label} {DIMS}-d")
     print("| design | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     for design, cols in table.items():
