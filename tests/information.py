@@ -97,7 +97,7 @@ def reference(
     df = {w: sum(w in m.text.split() for m in memories) for w in words}
     if capped:
         df = {w: min(d, bound + 1) for w, d in df.items()}
-    idf = {w: math.log(1 + (n - d + 0.5) / (d + 0.5)) for w, d in df.items() if d}
+    idf = {w: math.log(n / d) for w, d in df.items() if d}
     inside = [
         m
         for i, m in enumerate(memories)

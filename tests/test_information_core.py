@@ -17,6 +17,7 @@ from langmem_adapters.core.information import (
     VectorCandidate,
     counted_idf,
     fuse_information,
+    idf,
 )
 from langmem_adapters.errors import InvalidArgumentError
 
@@ -161,3 +162,15 @@ def test_the_weights_scale_each_side_and_zero_leaves_it_out() -> None:
     vector_only = HybridSpec(fusion="information", lexical_weight=0.0)
     got = fuse_information(vector, lex, vector_only, page=1, depth=40, mass=2.0)
     assert got == [("a", 1.0), ("c", 0.0)]
+
+
+def test_a_word_one_item_holds_outweighs_any_vector_rank() -> None:
+    """``idf`` is ``ln(N / df)``: a word only one of 12 items holds carries ln 12, as much as the
+    nearest of 12 candidates, so its holder, last by distance, ties the nearest (vector order
+    first) and beats every other; a word every item holds carries nothing."""
+    assert idf(12, 1) == pytest.approx(math.log(12)) and idf(12, 12) == 0.0
+    vector = [VectorCandidate(f"v{i}", 0.1 * i) for i in range(11)]
+    holder = LexicalCandidate("x", idf(12, 1), 2.0)  # the farthest of the 12 candidates
+    fused = fuse_information(vector, [holder], SPEC, page=10, depth=40, mass=idf(12, 1))
+    assert [k for k, _ in fused[:3]] == ["v0", "x", "v1"]
+    assert fused[0][1] == fused[1][1]

@@ -104,7 +104,8 @@ def lexical_search(
     return Statement(
         f"WITH size AS MATERIALIZED ({_size_sql(vt)}), "
         f"{_counted_sql(t, vt, hybrid.text_config, ns_sql, _stops(op.query or ''))}, "
-        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, {_IDF} AS w, "
+        f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, "
+        f"{_INFORMATION if hybrid.fusion == 'information' else _IDF} AS w, "
         "u.nss, u.keys FROM counted u, size z WHERE u.df > 0), "
         f"{_hits_sql(vt, ns_sql)} "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
@@ -143,8 +144,10 @@ def _distance_sql(vt: str, spec: IndexSpec) -> str:
     )
 
 
-# A term's weight: BM25's inverse document frequency (``u.df`` rows of ``z.n`` hold it).
+# A term's weight: BM25's inverse document frequency (``u.df`` rows of ``z.n`` hold it); under the
+# information fusion its information ``ln(N / df)`` (``core.information.idf``).
 _IDF = "ln(1 + (greatest(z.n, u.df) - u.df + 0.5) / (u.df + 0.5))"
+_INFORMATION = "ln(greatest(z.n, u.df) / u.df)"
 
 
 def _size_sql(vt: str) -> str:

@@ -1,6 +1,6 @@
 """The ``information`` fusion (``core.information``) on the Redis stores, opt-in
 (``hybrid={"fusion": "information"}``): the lexical candidates ranked by the IDF sum
-``sum ln(1 + (N - df + 0.5) / (df + 0.5))`` of the query words each holds (``N`` the collection's
+``sum ln(N / df)`` (``core.information.idf``) of the query words each holds (``N`` the collection's
 items holding words, ``df`` those holding the word, counted exactly: the collection's word counts),
 among the items holding a rare word, each with its distance to the query vector (its nearest
 vector's), fused with the vector side's page by ``fuse_information``. Plain mode has every searched
@@ -23,6 +23,7 @@ from langmem_adapters.core.information import (
     LexicalCandidate,
     VectorCandidate,
     fuse_information,
+    idf,
 )
 from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
@@ -33,13 +34,7 @@ from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Searcher, query_vector, standard_distance
 from langmem_adapters.redis.stats import RedisStats
 
-__all__ = ["Candidate", "Information", "idf", "information_page", "plain_information"]
-
-
-def idf(size: int, df: int) -> float:
-    """A word's inverse document frequency in a collection of ``size`` items, ``df`` holding it
-    (BM25's, as on Postgres)."""
-    return math.log(1 + (size - df + 0.5) / (df + 0.5))
+__all__ = ["Candidate", "Information", "information_page", "plain_information"]
 
 
 def _key(r: Record) -> ItemKey:

@@ -170,7 +170,7 @@ def test_the_script_finds_every_holder_of_a_word_counted_short(
     assert set(got) == set(plums)
     for key, (d, s) in got.items():
         assert d == pytest.approx(distance(plums[key]), abs=1e-6)
-        assert s == pytest.approx(math.log(1 + (len(MEMORIES) - 1 + 0.5) / 1.5))
+        assert s == pytest.approx(math.log(len(MEMORIES) / 1))  # told one holds it: ln(N / 1)
     named = script_rows(store, client, "plum", 1, 2)
     assert {store.keys.item_id(name)[1] for name, _, _ in named} == set(plums)
     assert all(len(row) == 3 for row in named)

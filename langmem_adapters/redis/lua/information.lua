@@ -5,7 +5,7 @@
 -- not counted lately, c words known to be common, then the counts of the k rare and the c common
 -- words. Each of the u words is counted first and is rare when at most max(1, page, floor(share x
 -- size)) items hold it (HybridSpec.rare_bound), else common. The candidates are the items within
--- the clauses holding a rare word; each scores the IDF sum ln(1 + (N - df + 0.5) / (df + 0.5)) of
+-- the clauses holding a rare word; each scores the IDF sum ln(N / df) (core.information.idf) of
 -- the query words it holds (N the index's size, df the word's count): one FT.SEARCH per rare word
 -- (within the clauses, LIMIT its count), one per common word among the items holding a rare word
 -- (LIMIT the candidates). The `read` best candidates and those tied with the last of them (no
@@ -19,7 +19,7 @@ local vindex, prefix, blob = ARGV[7], ARGV[8], ARGV[9]
 local k, u, c = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 if size < 0 then size = ft_search(index, '*', 'NOCONTENT', 'LIMIT', 0, 1, 'DIALECT', 2)[1] end
 local bound = math.max(1, page, math.floor(share * size))
-local function idf(n) return math.log(1 + (size - n + 0.5) / (n + 0.5)) end
+local function idf(n) return math.log(math.max(size, n) / n) end
 local kept, common, counts = {}, {}, {}
 local at = 12 + k + u + c  -- the counts follow the words
 for i = 1, k do kept[#kept + 1] = {ARGV[12 + i], tonumber(ARGV[at + i])} end
