@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.hybrid import HybridSpec
 from langmem_adapters.core.information import (
     TIE_DIGITS,
@@ -27,12 +27,10 @@ from langmem_adapters.core.information import (
 )
 from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.redis.layout import Keys
 from langmem_adapters.redis.lexical import ItemKey, Lexical, PlainWords
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
-from langmem_adapters.redis.search import Searcher, query_vector, standard_distance
-from langmem_adapters.redis.stats import RedisStats
+from langmem_adapters.redis.search import query_vector, standard_distance
 
 __all__ = ["Candidate", "Information", "information_page", "plain_information"]
 
@@ -118,21 +116,20 @@ class Information(Lexical):
     takes that neither side read (most pages on LongMemEval: reading every candidate's ~2 KB meta
     cost the script more than the round, docs/hybrid.md)."""
 
-    def __init__(
-        self,
-        keys: Keys,
-        vector: Searcher,
-        op: SearchOp,
-        conds: tuple[Condition, ...],
-        hybrid: HybridSpec,
-        stats: RedisStats,
-        spec: IndexSpec,
-        qvec: list[float],
-    ) -> None:
-        """As :class:`Lexical`; ``spec`` and ``qvec``: the index and the query's vector."""
-        super().__init__(keys, vector, op, conds, hybrid, stats)
-        self.spec, self.qvec = spec, qvec
-        self.known: dict[str, int] = {}  # the counts the call sent (the reply has the others)
+    #: The counts of the query's words the call sent (the script's reply has the others).
+    known: Mapping[str, int] = MappingProxyType({})
+
+    @property
+    def spec(self) -> IndexSpec:
+        """The index searched: the vector side's (a hybrid search has one)."""
+        assert self.vector.spec is not None
+        return self.vector.spec
+
+    @property
+    def qvec(self) -> list[float]:
+        """The query's vector: the vector side's (a hybrid search has one)."""
+        assert self.vector.qvec is not None
+        return self.vector.qvec
 
     def call(self, window: int) -> Call | None:
         """The ``information`` script's call, or None when the query has no rare word. Without

@@ -109,7 +109,7 @@ class Lexical:
         """``vector``: the search's vector side (its clauses are reused); ``op``: the search;
         ``stats``: how many items the index holds and how many hold each word, as counted lately
         (the script counts the rest)."""
-        self.keys, self.op, self.conds, self.stats = keys, op, conds, stats
+        self.keys, self.vector, self.op, self.conds, self.stats = keys, vector, op, conds, stats
         self.terms = query_terms(op.query)
         # the server checks every condition when each one is a clause of ``where`` (the
         # vector side may still check its rows: a whole-index prefix dropped from its scan)

@@ -36,5 +36,5 @@ def sides(
     wide = op._replace(offset=0, limit=op.offset + op.limit)  # as wide as a vector search
     vector = Searcher.build(keys, spec, wide, conds, qvec, knn, edges)
     if hybrid.fusion == "information":
-        return vector, Information(keys, vector, op, conds, hybrid, stats, spec, qvec)
+        return vector, Information(keys, vector, op, conds, hybrid, stats)
     return vector, Lexical(keys, vector, op, conds, hybrid, stats)
