@@ -5,7 +5,7 @@ the reference page computed here from their texts and vectors."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -47,6 +47,16 @@ OTHERS = [
     Memory(("n", "u1"), "bx", "kiwi plum", 12, kind="x"),
     Memory(("n", "u1"), "ax", "kiwi apple plum grape", 3, kind="x"),
 ]
+
+
+def filter_cases() -> Iterator[tuple[tuple[str, ...], str | None, str, int, int]]:
+    """The prefix and filter checks both stores' tests run over ``MEMORIES + OTHERS``: (prefix, the
+    ``kind`` filtered on or None, query, offset, limit)."""
+    prefixes = ((("n", "u1"), "a"), (("n",), "x"), (("n", "u2"), None), (("n", "u1"), None))
+    for prefix, kind in prefixes:
+        for query in ("kiwi apple plum grape", "plum kiwi"):
+            for offset, limit in ((0, 1), (0, 4), (2, 3)):
+                yield prefix, kind, query, offset, limit
 
 
 def vector(angle: float) -> list[float]:

@@ -18,7 +18,17 @@ from langmem_adapters.errors import InvalidArgumentError
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.redis import RedisStore
 from tests import servers
-from tests.information import DIMS, MEMORIES, OPTIONS, OTHERS, Angles, Memory, check, reference
+from tests.information import (
+    DIMS,
+    MEMORIES,
+    OPTIONS,
+    OTHERS,
+    Angles,
+    Memory,
+    check,
+    filter_cases,
+    reference,
+)
 from tests.postgres.wire import traced
 
 
@@ -105,27 +115,20 @@ def test_two_round_trips_like_any_hybrid_search(conn: Any) -> None:
 async def test_filters_and_prefixes_hold(conn: Any, flavor: str) -> None:
     memories = MEMORIES + OTHERS
     store = loaded(conn, memories)
-    for prefix, kind in (
-        (("n", "u1"), "a"),
-        (("n",), "x"),
-        (("n", "u2"), None),
-        (("n", "u1"), None),
-    ):
-        for query in ("kiwi apple plum grape", "plum kiwi"):
-            for offset, limit in ((0, 1), (0, 4), (2, 3)):
-                want = reference(memories, prefix, query, kind, offset, limit, capped=True)
-                got = await search(
-                    flavor,
-                    store,
-                    memories,
-                    prefix,
-                    query=query,
-                    filter=None if kind is None else {"kind": kind},
-                    offset=offset,
-                    limit=limit,
-                )
-                check(got, want, memories)
-                assert all(r.namespace[: len(prefix)] == prefix for r in got)
+    for prefix, kind, query, offset, limit in filter_cases():
+        want = reference(memories, prefix, query, kind, offset, limit, capped=True)
+        got = await search(
+            flavor,
+            store,
+            memories,
+            prefix,
+            query=query,
+            filter=None if kind is None else {"kind": kind},
+            offset=offset,
+            limit=limit,
+        )
+        check(got, want, memories)
+        assert all(r.namespace[: len(prefix)] == prefix for r in got)
 
 
 def test_a_bad_fusion_is_rejected_and_redis_takes_information(conn: Any) -> None:

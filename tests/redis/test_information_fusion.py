@@ -28,6 +28,7 @@ from tests.information import (
     Memory,
     check,
     distance,
+    filter_cases,
     reference,
     vector,
 )
@@ -100,24 +101,17 @@ async def test_async_store_gives_the_same_page(client: redis.Redis, mode: str) -
 def test_filters_and_prefixes_hold(client: redis.Redis, mode: str) -> None:
     memories = MEMORIES + OTHERS
     store = loaded(client, mode, memories)
-    for prefix, kind in (
-        (("n", "u1"), "a"),
-        (("n",), "x"),
-        (("n", "u2"), None),
-        (("n", "u1"), None),
-    ):
-        for query in ("kiwi apple plum grape", "plum kiwi"):
-            for offset, limit in ((0, 1), (0, 4), (2, 3)):
-                want = reference(memories, prefix, query, kind, offset, limit)
-                got = store.search(
-                    prefix,
-                    query=query,
-                    filter=None if kind is None else {"kind": kind},
-                    offset=offset,
-                    limit=limit,
-                )
-                check(got, want, memories)
-                assert all(r.namespace[: len(prefix)] == prefix for r in got)
+    for prefix, kind, query, offset, limit in filter_cases():
+        want = reference(memories, prefix, query, kind, offset, limit)
+        got = store.search(
+            prefix,
+            query=query,
+            filter=None if kind is None else {"kind": kind},
+            offset=offset,
+            limit=limit,
+        )
+        check(got, want, memories)
+        assert all(r.namespace[: len(prefix)] == prefix for r in got)
 
 
 @pytest.mark.parametrize("mode", MODES)
