@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+import numpy as np
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
@@ -15,7 +16,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.information import plain_information
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid, plain_words
-from langmem_adapters.redis.records import Record, decode_vectors, nearest
+from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Page
 from langmem_adapters.redis.stats import RedisStats
@@ -92,7 +93,7 @@ def _ordered(
     hybrid search) then the unscored newest first, or without a query newest first."""
     unscored: list[Record] = []
     if qvec is not None and spec is not None:
-        records, unscored = nearest(spec, records, qvec)
+        records, unscored = _score(spec, records, qvec)
         unscored.sort(key=lambda r: r.sort_key)
     records.sort(key=lambda r: r.sort_key)
     hybrid = spec.hybrid if spec is not None else None
@@ -103,3 +104,35 @@ def _ordered(
         else:
             records = plain_hybrid(hybrid, op, records, w, stats.corpus)
     return records + unscored  # after every scored item, newest first (InMemoryStore's contract)
+
+
+def _distances(
+    spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]
+) -> np.ndarray[Any, Any]:
+    """pgvector's distances of each row to ``q`` (what ``IndexSpec.score`` takes): cosine 1-cos,
+    inner product -dot, l2 Euclidean."""
+    if spec.distance == "l2":
+        return np.asarray(np.linalg.norm(matrix - q, axis=1))
+    dots = matrix @ q
+    if spec.distance == "inner_product":
+        return np.asarray(-dots)
+    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
+    return np.asarray(1.0 - np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
+
+
+def _score(
+    spec: IndexSpec, records: list[Record], q: list[float]
+) -> tuple[list[Record], list[Record]]:
+    """Exact scoring with numpy: each item's best vector; the scored records, then those without
+    vectors."""
+    pairs = [(r, r.vectors) for r in records if r.vectors is not None and len(r.vectors)]
+    unscored = [r for r in records if r.vectors is None or not len(r.vectors)]
+    if not pairs:
+        return [], unscored
+    scored = [r for r, _ in pairs]
+    matrix = np.concatenate([v for _, v in pairs])
+    starts = np.cumsum([0, *(len(v) for _, v in pairs[:-1])])
+    best = np.minimum.reduceat(_distances(spec, matrix, np.asarray(q, np.float32)), starts)
+    for r, d in zip(scored, best):
+        r.distance = float(d)
+    return scored, unscored

@@ -16,7 +16,7 @@ from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.layout import datetime_of, text
 
-__all__ = ["Record", "decode_vectors", "distances", "encode_vectors", "nearest"]
+__all__ = ["Record", "decode_vectors", "encode_vectors"]
 
 
 @dataclass(slots=True)
@@ -76,35 +76,3 @@ def decode_vectors(raw: Any, spec: IndexSpec) -> np.ndarray[Any, Any]:
     if raw is None:
         return np.zeros((0, spec.dims), np.float32)
     return np.frombuffer(base64.b64decode(text(raw)), np.float32).reshape(-1, spec.dims)
-
-
-def distances(
-    spec: IndexSpec, matrix: np.ndarray[Any, Any], q: np.ndarray[Any, Any]
-) -> np.ndarray[Any, Any]:
-    """pgvector's distances of each row to ``q`` (what ``IndexSpec.score`` takes): cosine 1-cos,
-    inner product -dot, l2 Euclidean."""
-    if spec.distance == "l2":
-        return np.asarray(np.linalg.norm(matrix - q, axis=1))
-    dots = matrix @ q
-    if spec.distance == "inner_product":
-        return np.asarray(-dots)
-    norms = np.linalg.norm(matrix, axis=1) * float(np.linalg.norm(q))
-    return np.asarray(1.0 - np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0))
-
-
-def nearest(
-    spec: IndexSpec, records: list[Record], q: list[float]
-) -> tuple[list[Record], list[Record]]:
-    """Exact scoring with numpy: each item's best vector; the scored records, then those without
-    vectors."""
-    pairs = [(r, r.vectors) for r in records if r.vectors is not None and len(r.vectors)]
-    unscored = [r for r in records if r.vectors is None or not len(r.vectors)]
-    if not pairs:
-        return [], unscored
-    scored = [r for r, _ in pairs]
-    matrix = np.concatenate([v for _, v in pairs])
-    starts = np.cumsum([0, *(len(v) for _, v in pairs[:-1])])
-    best = np.minimum.reduceat(distances(spec, matrix, np.asarray(q, np.float32)), starts)
-    for r, d in zip(scored, best):
-        r.distance = float(d)
-    return scored, unscored
