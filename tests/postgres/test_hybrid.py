@@ -5,7 +5,8 @@ what a non-hybrid store does not pay."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from typing import Any
 
 import psycopg
@@ -252,6 +253,24 @@ def test_the_lexical_side_ranks_depth_times_the_page(conn: Any, prefix: str) -> 
     assert got == expected
 
 
+@contextmanager
+def racing(conn: Any, marker: str, race: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, ``race`` (another connection's writes) runs just before each statement
+    the store sends on ``conn`` whose text holds ``marker`` (psycopg's public ``cursor_factory``)."""
+
+    class Racing(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            if marker in str(query):
+                race()
+            return super().execute(query, params, **kwargs)
+
+    conn.cursor_factory = Racing
+    try:
+        yield
+    finally:
+        conn.cursor_factory = psycopg.Cursor
+
+
 def test_the_unscored_tail_skips_items_already_on_the_page(conn: Any, prefix: str) -> None:
     """The unscored tail reads in a later round: an item scored in the first and rewritten without a
     vector before the tail comes back there; it stays once, where it was scored."""
@@ -262,20 +281,11 @@ def test_the_unscored_tail_skips_items_already_on_the_page(conn: Any, prefix: st
     other = psycopg.connect(servers.postgres_dsn(), autocommit=True)
     writer = PostgresStore(other, index=index(hybrid=False), table_prefix=prefix)  # type: ignore[arg-type]
 
-    class Racing(psycopg.Cursor[Any]):
-        """The store's cursors (psycopg's public ``cursor_factory``): before the tail's statement
-        runs, another connection rewrites k1 unindexed."""
+    def rewrite() -> None:
+        writer.put(("a",), "k1", {"text": "order one shipped"}, index=False)
 
-        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            if "AND NOT EXISTS" in str(query):
-                writer.put(("a",), "k1", {"text": "order one shipped"}, index=False)
-            return super().execute(query, params, **kwargs)
-
-    conn.cursor_factory = Racing
-    try:
+    with racing(conn, "AND NOT EXISTS", rewrite), closing(other):  # the tail's statement
         got = [(r.key, r.score is None) for r in store.search(("a",), query="order", limit=5)]
-    finally:
-        other.close()
     assert sorted(k for k, _ in got) == ["k1", "k2", "u"]
     assert got[-1] == ("u", True) and all(not unscored for _, unscored in got[:2])
 
@@ -288,21 +298,12 @@ def test_the_page_items_are_read_after_the_fusion(conn: Any, prefix: str) -> Non
     other = psycopg.connect(servers.postgres_dsn(), autocommit=True)
     writer = PostgresStore(other, index=index(), table_prefix=prefix)  # type: ignore[arg-type]
 
-    class Racing(psycopg.Cursor[Any]):
-        """Before the page's items are read, another connection deletes k1 and rewrites k2."""
+    def delete_and_rewrite() -> None:
+        writer.delete(("a",), "k1")
+        writer.put(("a",), "k2", {"text": "order 2 shipped", "note": "new"})
 
-        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            if "s.ns = r.ns AND s.key = r.key AND" in str(query):
-                writer.delete(("a",), "k1")
-                writer.put(("a",), "k2", {"text": "order 2 shipped", "note": "new"})
-            return super().execute(query, params, **kwargs)
-
-    conn.cursor_factory = Racing
-    try:
+    with racing(conn, "s.ns = r.ns AND s.key = r.key AND", delete_and_rewrite), closing(other):
         got = store.search(("a",), query="order shipped", limit=4)
-    finally:
-        conn.cursor_factory = psycopg.Cursor
-        other.close()
     assert sorted(r.key for r in got) == ["k0", "k2", "k3"]
     assert next(r.value for r in got if r.key == "k2") == {"text": "order 2 shipped", "note": "new"}
 
