@@ -1,5 +1,5 @@
 """Hybrid search on Postgres: the ``tsv`` column kept with the vector rows, its GIN index, the
-migration of tables made before hybrid search, reindex and restore keeping it, one round trip, and
+migration of tables made before hybrid search, reindex and restore keeping it, two round trips, and
 what a non-hybrid store does not pay."""
 
 from __future__ import annotations

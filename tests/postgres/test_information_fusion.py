@@ -75,7 +75,7 @@ async def search(
 async def test_a_lexical_candidate_past_the_lexical_page_reaches_the_page(
     conn: Any, flavor: str
 ) -> None:
-    """ "b" is second on the lexical side (page 1: it comes without its item) and not on the vector
+    """ "b" is second on the lexical side (page 1: past the lexical page) and not on the vector
     page ("v"), yet first fused: rank 2 by distance and kiwi's IDF beat "a" (kiwi and apple, rank 13
     among the candidates) and "v" (rank 1, no word)."""
     store = loaded(conn, MEMORIES)
