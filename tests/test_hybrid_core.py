@@ -57,8 +57,8 @@ def test_words_keep_only_word_characters() -> None:
     assert words("Straße ÉTÉ") == ["strasse", "été"]
 
 
-def test_fuse_is_relative_score_fusion_by_default() -> None:
-    spec = HybridSpec()
+def test_fuse_relative_is_relative_score_fusion() -> None:
+    spec = HybridSpec(fusion="relative")
     # each side min-max scaled over what it returned, the weighted mean of the two
     fused = dict(fuse([("a", 0.9), ("b", 0.8), ("c", 0.5)], [("c", 12.0), ("d", 2.0)], spec))
     assert fused["a"] == pytest.approx(0.5)
@@ -85,22 +85,27 @@ def test_fuse_rrf_is_reciprocal_rank_fusion() -> None:
 
 
 def test_fuse_weights_and_ties() -> None:
-    only_lexical = HybridSpec(vector_weight=0.0)
+    relative = HybridSpec(fusion="relative")
+    only_lexical = HybridSpec(vector_weight=0.0, fusion="relative")
     assert fuse([("a", 3.0), ("b", 2.0), ("c", 1.0)], [("b", 4.0), ("a", 2.0)], only_lexical) == [
         ("b", 1.0),
         ("a", 0.0),
     ]
-    weighted = dict(fuse([("a", 1.0), ("b", 0.0)], [("b", 1.0)], HybridSpec(lexical_weight=3.0)))
+    weighted = dict(
+        fuse(
+            [("a", 1.0), ("b", 0.0)],
+            [("b", 1.0)],
+            HybridSpec(lexical_weight=3.0, fusion="relative"),
+        )
+    )
     assert weighted == {"a": pytest.approx(0.25), "b": pytest.approx(0.75)}
     # Equal fused values keep the vector ranking's order, then the lexical one's.
-    assert [
-        k for k, _ in fuse([("a", 2.0), ("b", 1.0)], [("b", 2.0), ("a", 1.0)], HybridSpec())
-    ] == [
+    assert [k for k, _ in fuse([("a", 2.0), ("b", 1.0)], [("b", 2.0), ("a", 1.0)], relative)] == [
         "a",
         "b",
     ]
-    assert [k for k, _ in fuse([], [("x", 2.0), ("y", 2.0)], HybridSpec())] == ["x", "y"]
-    assert fuse([], [], HybridSpec()) == []
+    assert [k for k, _ in fuse([], [("x", 2.0), ("y", 2.0)], relative)] == ["x", "y"]
+    assert fuse([], [], relative) == []
 
 
 def test_query_words_leave_stop_words_out() -> None:

@@ -32,7 +32,8 @@ def lexical(*sums: float) -> list[LexicalCandidate[str]]:
 def test_the_option_names_it() -> None:
     assert "information" in FUSIONS
     assert HybridSpec.from_option({"fusion": "information"}) == SPEC
-    assert HybridSpec().fusion == "relative"  # the default is unchanged
+    assert HybridSpec().fusion == "information"  # the default
+    assert HybridSpec.from_option(True) == HybridSpec.from_option({}) == HybridSpec()
     with pytest.raises(InvalidArgumentError, match="fusion"):
         HybridSpec.from_option({"fusion": "nats"})
 

@@ -2,15 +2,16 @@
 a text (for client-side BM25 and escaped server queries), the query words the lexical side uses
 (stop words aside), and the fusion of a lexical and a vector ranking into one page.
 
-The default fusion is **relative-score fusion**: each side's scores are scaled to 0..1 over the
-candidates it returned (min-max: its best candidate 1, its last 0; a side returning one candidate
-gives it 1), and an item's fused score is ``(vector_weight x v + lexical_weight x l) /
-(vector_weight + lexical_weight)``, a side that did not return the item adding 0. Unlike rank
-fusion it keeps how far apart a side's scores are: a lexical match on a question's rare words
-scores far above one on a single common word, where their ranks would be neighbours. Measured
-against reciprocal rank fusion (``fusion="rrf"``: ``weight / (k + rank)`` per side, Cormack et al.,
-2009) on LongMemEval and on our identifier set, it ranks the evidence higher in every scope (see
-docs/hybrid.md). The fused value is the item's ``score``.
+The default fusion is ``information`` (``core.information``: both sides in nats, each query word
+weighed ``ln(N / df)``, the score a candidate's share of the most a candidate of the search could
+carry, 0..1): the one fusion measured over plain BM25 and exact vector search on LongMemEval and
+LoCoMo with three embedders (docs/hybrid.md); a store computes it, not :func:`fuse`. The other two
+are kept: **relative-score fusion** (``fusion="relative"``, the default before 0.1.0): each side's
+scores are scaled to 0..1 over the candidates it returned (min-max: its best candidate 1, its last
+0; a side returning one candidate gives it 1), and an item's fused score is ``(vector_weight x v +
+lexical_weight x l) / (vector_weight + lexical_weight)``, a side that did not return the item adding
+0; and reciprocal rank fusion (``fusion="rrf"``: ``weight / (k + rank)`` per side, Cormack et al.,
+2009). The fused value is the item's ``score``.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ RARE_SHARE = 0.05
 #: default keeps every match.
 FLOOR = 0.0
 
-#: The fusions ``HybridSpec.fusion`` names: relative-score fusion (the default), reciprocal rank
-#: fusion, and both sides in nats (``core.information``: a store computes it, not :func:`fuse`).
+#: The fusions ``HybridSpec.fusion`` names: relative-score fusion, reciprocal rank fusion, and both
+#: sides in nats (``core.information``, the default: a store computes it, not :func:`fuse`).
 FUSIONS = ("relative", "rrf", "information")
 
 #: English function words the lexical side leaves out of a query (a query of nothing else keeps
@@ -229,7 +230,7 @@ class HybridSpec:
     depth: int = 4
     rare_share: float = RARE_SHARE
     floor: float = FLOOR
-    fusion: str = "relative"
+    fusion: str = "information"
 
     @classmethod
     def from_option(cls, option: object) -> HybridSpec | None:
@@ -281,7 +282,7 @@ class HybridSpec:
                     f"hybrid '{name}' must be a number from 0 to 1, got {v!r}"
                 )
             got[name] = float(v)
-        if got.get("fusion", "relative") not in FUSIONS:
+        if got.get("fusion", "information") not in FUSIONS:
             raise InvalidArgumentError(
                 f"hybrid 'fusion' must be one of {list(FUSIONS)}, got {got['fusion']!r}"
             )
@@ -355,9 +356,11 @@ Scored = Sequence[tuple[K, float]]
 
 
 def fuse(vector: Scored[K], lexical: Scored[K], spec: HybridSpec) -> list[tuple[K, float]]:
-    """The fusion (``spec.fusion``) of two scored rankings (best first, each key at most once),
-    best first; ties keep the vector ranking's order, then the lexical one's. A side weighted 0 is
-    left out (``vector_weight=0``: a lexical-only ranking)."""
+    """The ``relative`` or ``rrf`` fusion (``spec.fusion``) of two scored rankings (best first,
+    each key at most once), best first; ties keep the vector ranking's order, then the lexical
+    one's. A side weighted 0 is left out (``vector_weight=0``: a lexical-only ranking). The
+    ``information`` fusion needs each candidate's distance: ``core.information``."""
+    assert spec.fusion != "information", "core.information.fuse_information fuses this one"
     sides = [(vector, spec.vector_weight), (lexical, spec.lexical_weight)]
     sides = [(ranking, weight) for ranking, weight in sides if weight > 0]
     total = sum(weight for _, weight in sides) or 1.0

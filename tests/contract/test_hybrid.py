@@ -1,6 +1,7 @@
 """Hybrid (lexical + vector) search, the same on every store that offers it: ``index={...,
-"hybrid": True}`` ranks by the fusion (``core.hybrid.fuse``: relative-score fusion by default) of a
-lexical and the vector ranking; prefix, filters, TTL, paging and the unscored-items rule stay as for vector search.
+"hybrid": True}`` ranks by the fusion of a lexical and the vector ranking (``core.information`` by
+default, checked against a reference in each backend's ``test_information_fusion.py``; the
+relative-score fusion of ``core.hybrid.fuse`` checked here); prefix, filters, TTL, paging and the unscored-items rule stay as for vector search.
 
 Parametrised over the hybrid-capable stores (``backend``), sync and async. The data is built so that
 the identifier questions fail without the lexical side: the distractors share every other word of
@@ -9,6 +10,7 @@ the question, so the vector ranking puts the item holding the identifier low.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -85,10 +87,12 @@ def scored(results: list[Any]) -> list[tuple[str, float]]:
 
 def test_fused_ranking_is_the_fusion_of_the_two_sides(make_store: StoreFactory) -> None:
     # every word counts as rare, whatever the page: a test of the fusion, not of the rule
-    vector, store = load(make_store, rare_share=1.0)
-    lexical_only = make_store(index=fields_index(vector_weight=0, rare_share=1.0))
+    vector, store = load(make_store, rare_share=1.0, fusion="relative")
+    lexical_only = make_store(
+        index=fields_index(vector_weight=0, rare_share=1.0, fusion="relative")
+    )
     lexical_only.batch(memories())  # its own copy where stores do not share their data (Redis)
-    spec = HybridSpec(rare_share=1.0)
+    spec = HybridSpec(rare_share=1.0, fusion="relative")
     for offset, limit in ((0, 10), (5, 5), (12, 4)):
         # the vector side ranks the page's nearest (as a vector search), the lexical side more
         depth = spec.candidates(offset, limit)
@@ -100,16 +104,23 @@ def test_fused_ranking_is_the_fusion_of_the_two_sides(make_store: StoreFactory) 
         assert [(r.key, r.score) for r in got] == [(k, pytest.approx(s)) for k, s in expected]
 
 
-def test_a_query_without_words_ranks_by_the_vector_side(make_store: StoreFactory) -> None:
-    vector, store = load(make_store)
+@pytest.mark.parametrize("fusion", ["information", "relative"])
+def test_a_query_without_words_ranks_by_the_vector_side(
+    make_store: StoreFactory, fusion: str
+) -> None:
+    vector, store = load(make_store, fusion=fusion)
     query = "?? !! --"
     expected = keys(vector.search(NS, query=query, limit=8))
     got = store.search(NS, query=query, limit=8)
     assert keys(got) == expected
-    # the vector side's similarities scaled 0..1 over the page, at its half of the weight
     sims = [r.score for r in vector.search(NS, query=query, limit=8)]
-    low, high = min(sims), max(sims)
-    assert [r.score for r in got] == pytest.approx([0.5 * (s - low) / (high - low) for s in sims])
+    if fusion == "relative":  # the similarities scaled 0..1 over the page, at half the weight
+        low, high = min(sims), max(sims)
+        want = [0.5 * (s - low) / (high - low) for s in sims]
+    else:  # no lexical candidate: ln(M / rank) / ln M of the M = 8, tied distances one rank
+        ranks = [1 + sum(t > s for t in sims) for s in sims]
+        want = [math.log(8 / rank) / math.log(8) for rank in ranks]
+    assert [r.score for r in got] == pytest.approx(want)
 
 
 def test_prefix_filter_and_paging(make_store: StoreFactory) -> None:
@@ -178,11 +189,13 @@ def test_hostile_query_text_gives_results_under_the_prefix(
 async def test_async_hybrid_matches_fusion(make_astore: AsyncStoreFactory) -> None:
     vector = await make_astore(index=hash_index(fields=["text"]))
     await vector.abatch(memories())
-    store = await make_astore(index=fields_index(rare_share=1.0))
+    store = await make_astore(index=fields_index(rare_share=1.0, fusion="relative"))
     await store.abatch(memories())
-    lexical_only = await make_astore(index=fields_index(vector_weight=0, rare_share=1.0))
+    lexical_only = await make_astore(
+        index=fields_index(vector_weight=0, rare_share=1.0, fusion="relative")
+    )
     await lexical_only.abatch(memories())  # its own copy where stores do not share their data
-    spec = HybridSpec(rare_share=1.0)
+    spec = HybridSpec(rare_share=1.0, fusion="relative")
     depth = spec.candidates(0, 5)
     vector_side = scored(await vector.asearch(NS, query=QUESTION, limit=5))
     lexical_side = scored(await lexical_only.asearch(NS, query=QUESTION, limit=depth))

@@ -162,7 +162,8 @@ def test_reindex_and_restore_keep_the_lexical_side(conn: Any, prefix: str) -> No
 
 
 def test_text_config_and_hostile_lexemes(conn: Any, prefix: str) -> None:
-    english = store_of(conn, prefix, hybrid={"text_config": "english"})
+    # (the relative fusion's statement: it needs no query vector)
+    english = store_of(conn, prefix, hybrid={"text_config": "english", "fusion": "relative"})
     english.put(("a",), "ship", {"text": "the parcels were shipped yesterday"})
     english.put(("a",), "other", {"text": "a cat sat on the mat"})
     spec = english.index_spec

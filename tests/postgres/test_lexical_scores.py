@@ -1,7 +1,9 @@
 """The Postgres lexical statement's scores and rows: each item's score is the sum of the BM25
 weights of the query words it holds, with every word's document frequency counted over the whole
 table (also for a search in one namespace), common words only adding to what the rarer ones
-select; its rows name the items (the page's are read after the fusion)."""
+select; its rows name the items (the page's are read after the fusion). The relative fusion's
+statement (BM25's IDF; the information fusion's ``ln(N / df)`` and its distance column are checked
+against a reference in ``test_information_fusion.py``)."""
 
 from __future__ import annotations
 
@@ -42,7 +44,9 @@ def conn() -> Iterator[psycopg.Connection[Any]]:
 
 @pytest.fixture
 def store(conn: psycopg.Connection[Any]) -> PostgresStore:
-    index = hash_index(fields=["text"], hybrid={"rare_share": 0.1, "vector_weight": 0.0})
+    index = hash_index(
+        fields=["text"], hybrid={"rare_share": 0.1, "vector_weight": 0.0, "fusion": "relative"}
+    )
     s = PostgresStore(conn, index=index, table_prefix=f"lx{uuid.uuid4().hex[:10]}")  # type: ignore[arg-type]
     s.setup()
     s.batch([PutOp(("lx", u), k, {"text": t}) for (u, k), t in TEXTS.items()])

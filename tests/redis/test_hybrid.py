@@ -154,13 +154,13 @@ def _floor(ranked: list[tuple[float, str]]) -> list[tuple[str, float]]:
 def test_fused_order_is_fuse_of_both_sides(backend: str, make_store: StoreFactory) -> None:
     texts = _corpus()
     # every word counts as rare (a test of the fusion, not of the rule)
-    hybrid = make_store(index=_index(rare_share=1.0))
+    hybrid = make_store(index=_index(rare_share=1.0, fusion="relative"))
     vector_only = make_store(index={**_index(), "hybrid": None})
     for store in (hybrid, vector_only):
         for key, text in texts.items():
             store.put(("c",), key, {"text": text})
     query = "alpha beta"
-    spec = HybridSpec(rare_share=1.0)
+    spec = HybridSpec(rare_share=1.0, fusion="relative")
     for offset, limit in ((0, 10), (3, 5), (0, 40)):
         n = spec.candidates(offset, limit)
         # prefix (): the server's lexical query is the text clause alone, as computed here;
@@ -221,7 +221,7 @@ def test_namespace_clause_does_not_reorder_the_lexical_ranking(make_store: Store
     namespace's items (the namespace and filter clauses select, they do not score: BM25STD scores a
     whole query, and a tag clause, weighted by each item's length, reordered the hits)."""
     texts = _corpus()
-    store = make_store(index=_index(vector_weight=0, rare_share=1.0))
+    store = make_store(index=_index(vector_weight=0, rare_share=1.0, fusion="relative"))
     for key, text in texts.items():
         store.put(("c", "a" if int(key[1:]) % 2 else "b"), key, {"text": text})
     ranked = _server_ranking(store, ["alpha", "beta"])
@@ -242,7 +242,7 @@ def test_every_query_word_scores_under_a_prefix(make_store: StoreFactory) -> Non
         f"k{i:03d}": " ".join(rnd.sample(query, 1 + i % 4) + rnd.sample(filler, 4 + i % 9))
         for i in range(120)
     }
-    store = make_store(index=_index(vector_weight=0, rare_share=1.0))
+    store = make_store(index=_index(vector_weight=0, rare_share=1.0, fusion="relative"))
     for key, text in texts.items():
         store.put(("c", "a" if int(key[1:]) % 3 else "b"), key, {"text": text})
     ranked = _server_ranking(store, query)
@@ -492,8 +492,11 @@ def test_one_round_with_words_not_counted_yet(
     qe_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Query Engine's lexical side counts new query words in its own script call: a hybrid
-    search with words the store has not counted takes the one round of a vector search."""
-    store = RedisStore(qe_client, prefix=f"t{uuid.uuid4().hex[:12]}", index=_index())  # type: ignore[arg-type]
+    search with words the store has not counted takes the one round of a vector search (under
+    the relative fusion; the information fusion reads the page's lexical items in a second)."""
+    store = RedisStore(
+        qe_client, prefix=f"t{uuid.uuid4().hex[:12]}", index=_index(fusion="relative")
+    )  # type: ignore[arg-type]
     for key, text in _notes().items():
         store.put(("notes",), key, {"text": text})
     store.search(("notes",), query="w1 w2", limit=5)  # the index's sizes are read once
