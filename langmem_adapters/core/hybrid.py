@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -370,10 +371,8 @@ def fuse(vector: Scored[K], lexical: Scored[K], spec: HybridSpec) -> list[tuple[
             scores[key] = scores.get(key, 0.0) + weight * value
     if spec.fusion == "relative":
         scores = {key: value / total for key, value in scores.items()}
-    first: dict[K, int] = {}
-    for i, (key, _) in enumerate(pair for ranking, _ in sides for pair in ranking):
-        first.setdefault(key, i)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+    # a stable sort: ties keep the order the keys came in (the vector ranking's first)
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)
 
 
 def _scaled(ranking: Scored[K], spec: HybridSpec) -> list[tuple[K, float]]:

@@ -32,6 +32,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Generic, TypeVar
 
 from langmem_adapters.core.hybrid import HybridSpec
@@ -111,7 +112,7 @@ def fuse_information(
     in ``core.hybrid.fuse``."""
     vector = vector if spec.vector_weight > 0 else []
     lexical = lexical if spec.lexical_weight > 0 else []
-    distance = {c.key: c.distance for c in vector}
+    distance = {c.key: c.distance for c in vector}  # the vector side's keys first
     for c in lexical:
         distance.setdefault(c.key, c.distance)
     ordered = sorted(distance.values())
@@ -125,7 +126,7 @@ def fuse_information(
         + spec.lexical_weight * idf.get(key, 0.0)
         for key, d in distance.items()
     }
-    first = {key: n for n, key in enumerate(distance)}  # the vector side's keys first
-    ranked = sorted(nats.items(), key=lambda kv: (-kv[1], first[kv[0]]))
+    # a stable sort: ties keep the candidates' order (the vector side's first)
+    ranked = sorted(nats.items(), key=itemgetter(1), reverse=True)
     # a server's IDF sums may exceed its mass in the last bits: the share is capped, not the order
     return [(key, min(1.0, max(0.0, (top + n) / most)) if most > 0 else 1.0) for key, n in ranked]
