@@ -64,15 +64,17 @@ def idf(size: float, df: float) -> float:
     return math.log(max(size, df) / df)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class VectorCandidate(Generic[K]):
-    """An item of the vector side's page (best first) and its distance to the query vector."""
+    """An item of the vector side's page (best first) and its distance to the query vector.
+    Not frozen (nor ``LexicalCandidate``): a frozen dataclass is built 2.4x slower, 15% of a
+    Postgres search's fusion of ~50 candidates on LongMemEval (docs/hybrid.md)."""
 
     key: K
     distance: float
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LexicalCandidate(Generic[K]):
     """A lexical candidate (best first): the IDF sum of the query words it holds, and its
     distance to the query vector (its nearest vector's)."""
