@@ -6,11 +6,11 @@ The default fusion is ``information`` (``core.information``: both sides in nats,
 weighed ``ln(N / df)``, the score a candidate's share of the most a candidate of the search could
 carry, 0..1): the one fusion measured over plain BM25 and exact vector search on LongMemEval and
 LoCoMo with three embedders (docs/hybrid.md); a store computes it, not :func:`fuse`. The other two
-are kept: **relative-score fusion** (``fusion="relative"``, the default before 0.1.0): each side's
-scores are scaled to 0..1 over the candidates it returned (min-max: its best candidate 1, its last
-0; a side returning one candidate gives it 1), and an item's fused score is ``(vector_weight x v +
-lexical_weight x l) / (vector_weight + lexical_weight)``, a side that did not return the item adding
-0; and reciprocal rank fusion (``fusion="rrf"``: ``weight / (k + rank)`` per side, Cormack et al.,
+are kept: **relative-score fusion** (``fusion="relative"``, the default until 2026-12-04): each
+side's scores are scaled to 0..1 over the candidates it returned (min-max: its best candidate 1, its
+last 0; a side returning one candidate gives it 1), and an item's fused score is ``(vector_weight x
+v + lexical_weight x l) / (vector_weight + lexical_weight)``, a side that did not return the item
+adding 0; and reciprocal rank fusion (``fusion="rrf"``: ``weight / (k + rank)`` per side, Cormack et al.,
 2009). The fused value is the item's ``score``.
 """
 

@@ -1,7 +1,8 @@
 """Hybrid (lexical + vector) search, the same on every store that offers it: ``index={...,
 "hybrid": True}`` ranks by the fusion of a lexical and the vector ranking (``core.information`` by
 default, checked against a reference in each backend's ``test_information_fusion.py``; the
-relative-score fusion of ``core.hybrid.fuse`` checked here); prefix, filters, TTL, paging and the unscored-items rule stay as for vector search.
+relative-score fusion of ``core.hybrid.fuse`` checked here); prefix, filters, TTL, paging and the
+unscored-items rule stay as for vector search.
 
 Parametrised over the hybrid-capable stores (``backend``), sync and async. The data is built so that
 the identifier questions fail without the lexical side: the distractors share every other word of
