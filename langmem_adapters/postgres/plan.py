@@ -211,10 +211,7 @@ def _vector_reads(
     vop = vector_op(spec, op)  # a hybrid search's vector side: its candidates
     shape = choose_shape(spec, vop, conds, prepared.sizes)
     statements = reads.statements
-    hybrid = spec.hybrid is not None  # its sides name their items; the page's are read after
-    statements += vector_search(
-        t, spec, vop, conds, qvec, shape, prepared.sizes.ef, items=not hybrid
-    )
+    statements += vector_search(t, spec, vop, conds, qvec, shape, prepared.sizes.ef)
     found = _Search(i, op, conds, len(statements) - 1, qvec, shape)
     if spec.hybrid is not None:  # the lexical side, in the same round
         if shape is not Shape.EXACT:  # rows pooled and sorted here: the settings ride in them
@@ -303,8 +300,7 @@ def _vector_candidates(
         return pooled[vop.offset : vop.offset + vop.limit]
     # The ANN window (or the iterative scan's budget) ran short for this filter or page: answer
     # exactly, so a page is never short while more matches exist.
-    items = spec.hybrid is None
-    exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT, items=items)
+    exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT)
     (got,) = yield Round(exact)
     return got
 

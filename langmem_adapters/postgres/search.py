@@ -245,16 +245,15 @@ def vector_search(
     qvec: str,
     shape: Shape,
     ef: int = 0,
-    *,
-    items: bool = True,
 ) -> list[Statement]:
-    """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS``, or ``KEY_COLUMNS``
-    without ``items``, and the distance; its rows come back from the last one): the page itself
-    for ``EXACT``, else ``vector_rows(spec, op)`` candidate vectors to pool (``pool_candidates``).
-    ``ef``: the HNSW breadth of the ANN shapes (``Sizes.ef``)."""
+    """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS`` and the distance;
+    its rows come back from the last one): the page itself for ``EXACT``, else ``vector_rows(spec,
+    op)`` candidate vectors to pool (``pool_candidates``). A hybrid store's vector side names its
+    items only (``KEY_COLUMNS``): the fused page's are read after the fusion. ``ef``: the HNSW
+    breadth of the ANN shapes (``Sizes.ef``)."""
     dist = Sql(f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})", [qvec])
     rows = vector_rows(spec, op)
-    columns = (ITEM_COLUMNS if items else KEY_COLUMNS).format(a="s")
+    columns = (ITEM_COLUMNS if spec.hybrid is None else KEY_COLUMNS).format(a="s")
     if shape is Shape.EXACT:
         page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
         found = compose(f"SELECT {columns}, min(", dist, ") AS d", _joined(t, spec, op, conditions))
