@@ -40,6 +40,7 @@ Examples::
     python benchmarks/fusion_study.py --embedder glove   # the second, unrelated embedder
     python benchmarks/fusion_study.py --embedder minilm  # the third, contextual (~20 min once)
     python benchmarks/fusion_study.py --idf plain        # IDF sums of ln(N / df), not BM25's
+    python benchmarks/fusion_study.py --rare-share 0.02  # fewer words select the candidates
 """
 
 from __future__ import annotations
@@ -773,6 +774,7 @@ def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[
     """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
     scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
     tag = cache_tag(col.name) + ("" if IDF == "bm25" else f"-{IDF}")
+    tag += f"-share{SPEC.rare_share}"
     path = os.path.join(CACHE_DIR, f"fusion-sides2-{tag}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
     if not os.path.exists(path):
         out = [
@@ -816,9 +818,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--idf", choices=("bm25", "plain"), default="bm25", help="the IDF form of the IDF sums"
     )
+    p.add_argument(
+        "--rare-share",
+        type=float,
+        default=HybridSpec().rare_share,
+        help="HybridSpec.rare_share: the share of the texts a selecting word is held by at most",
+    )
     args = p.parse_args(argv)
-    global UNSEEN, DIMS, EMBEDDER, IDF
+    global UNSEEN, DIMS, EMBEDDER, IDF, SPEC
     UNSEEN, EMBEDDER, IDF = not args.skip_unseen, args.embedder, args.idf
+    SPEC = HybridSpec(rare_share=args.rare_share)
     DIMS = {"wordllama": args.dims, "glove": GLOVE_DIMS, "minilm": MINILM_DIMS}[EMBEDDER]
     designs = args.designs.split(",")
     table: dict[str, dict[str, float]] = defaultdict(dict)
