@@ -126,14 +126,15 @@ def test_candidates_cover_the_page() -> None:
 
 
 def test_rare_words_by_share_of_collection_or_page() -> None:
-    spec = HybridSpec()  # rare_share 0.05
-    assert spec.rare_bound(10_000, 10) == 500  # 5% of the collection
-    assert spec.rare_bound(3_200, 10) == 160
-    assert spec.rare_bound(100, 10) == 10  # small collection: no more than the page
+    spec = HybridSpec()  # rare_share 0.02
+    assert spec.rare_bound(10_000, 10) == 200  # 2% of the collection
+    assert spec.rare_bound(3_200, 10) == 64
+    assert spec.rare_bound(400, 10) == 10  # small collection: no more than the page
     assert spec.rare_bound(0, 0) == 1
-    counts = {"order": 900, "48213": 3, "status": 501, "lyon": 500}
+    counts = {"order": 900, "48213": 3, "status": 201, "lyon": 200}
     assert spec.rare(counts, 10_000, 10) == ["48213", "lyon"]
     assert spec.rare(counts, 10_000, 600) == ["48213", "status", "lyon"]
+    assert HybridSpec(rare_share=0.05).rare(counts, 10_000, 10) == ["48213", "status", "lyon"]
     assert HybridSpec(rare_share=1.0).rare(counts, 900, 10) == list(counts)
 
 

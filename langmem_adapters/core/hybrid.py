@@ -49,20 +49,24 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 #: The query words that select the lexical side's candidates: those held by at most this share of
 #: the collection's indexed texts (or by no more texts than the page asks for, see
-#: ``HybridSpec.rare_bound``). Every other word of the query (stop words aside) still adds its BM25
-#: weight to the candidates they select, so the ranking is a plain BM25 over the query's words among
-#: the texts holding at least one of its less common words; a query of common words only has no
-#: lexical side (the vector ranking alone). On Postgres this is also what keeps the lexical side
-#: from reading the posting lists of common words (see postgres/lexical.py). 0.05: on LongMemEval
-#: (WordLlama vectors, relative-score fusion) hybrid recall@5 is the same as with every word
-#: selecting (0.589 / 0.827 global / namespace, against 0.588 / 0.827) while 0.01 loses 1.1 / 1.7
-#: points; on our identifier set (benchmarks/memory_set.py) it keeps paraphrase questions, made of
-#: common words, to the vector side (paraphrase recall@5 in a user's namespace 0.625, the vector
-#: side's, against 0.588 with every word selecting). (Until 0.x the rule was stricter, 0.005, and
-#: the other words were dropped: chosen on the identifier set alone, it dropped the ordinary words
-#: conversational questions are made of, and hybrid recall@5 on LongMemEval fell 11 points below
-#: plain BM25; see docs/hybrid.md.)
-RARE_SHARE = 0.05
+#: ``HybridSpec.rare_bound``). Every other word of the query (stop words aside) still adds its
+#: weight to the candidates they select, so the ranking is over the query's words among the texts
+#: holding at least one of its less common words; a query of common words only has no lexical side
+#: (the vector ranking alone). This is also what bounds the lexical side's work: every row holding a
+#: selecting word is read (Postgres) or returned by the server (Redis), so the share sets what a
+#: search costs. 0.02 (since 2026-12-04, late; 0.05 before): under the information fusion it keeps
+#: LongMemEval recall@5 within a point across the collection and 0.8-1.7 points lower in a
+#: namespace (WordLlama 0.634 / 0.819 global / namespace against 0.630 / 0.827, MiniLM 0.641 / 0.814
+#: against 0.642 / 0.831: over BM25's 0.622 / 0.804 either way), LoCoMo and our identifier set
+#: unchanged (``benchmarks/fusion_study.py --rare-share``), and makes a LongMemEval hybrid search
+#: 15-22% cheaper, Postgres's under twice the vector search's time; 0.01 loses 1.3-1.7 points on
+#: LoCoMo and the identifier questions. With GloVe, the weakest embedder we check with, the
+#: namespace cell falls under BM25 (0.796 against 0.807 at 0.05). The
+#: numbers and the other data: docs/hybrid.md, "The selecting share: 2%". (Until 0.x the rule was
+#: stricter, 0.005, and the other words were dropped: chosen on the identifier set alone, it
+#: dropped the ordinary words conversational questions are made of, and hybrid recall@5 on
+#: LongMemEval fell 11 points below plain BM25; see docs/hybrid.md.)
+RARE_SHARE = 0.02
 
 #: The lexical side ranks only items scoring at least this fraction of the best one (0: every
 #: match). Relative-score fusion already weighs a weak match by its distance from the best, so the

@@ -12,7 +12,7 @@ statistics, copied by :func:`terms_refresh` into a keyed table; any other word's
 GIN index. A table not analyzed since it was created or truncated is counted instead (``N`` and
 every ``df``): its statistics, if any, describe rows that are gone. The query's stop words
 (``core.hybrid.STOP_WORDS``) are left out. Only the terms held by at most
-``HybridSpec.rare_bound(N, page)`` rows (``rare_share``, 5% by default, or no more than the page's
+``HybridSpec.rare_bound(N, page)`` rows (``rare_share``, 2% by default, or no more than the page's
 end) **select** candidate rows through the GIN index; every other term only adds its weight to the
 rows they selected, tested through the index on the rows holding a selecting word: so no search
 reads the posting list of a common word (at most ``bound + 1`` of its entries, to count it, when
