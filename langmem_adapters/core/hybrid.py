@@ -59,7 +59,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 #: namespace (WordLlama 0.634 / 0.819 global / namespace against 0.630 / 0.827, MiniLM 0.641 / 0.814
 #: against 0.642 / 0.831: over BM25's 0.622 / 0.804 either way), LoCoMo and our identifier set
 #: unchanged (``benchmarks/fusion_study.py --rare-share``), and makes a LongMemEval hybrid search
-#: 15-22% cheaper, Postgres's under twice the vector search's time; 0.01 loses 1.3-1.7 points on
+#: 15-22% cheaper, Postgres's at about twice the vector search's time; 0.01 loses 1.3-1.7 points on
 #: LoCoMo and the identifier questions. With GloVe, the weakest embedder we check with, the
 #: namespace cell falls under BM25 (0.796 against 0.807 at 0.05). The
 #: numbers and the other data: docs/hybrid.md, "The selecting share: 2%". (Until 0.x the rule was
