@@ -61,11 +61,11 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 #: unchanged (``benchmarks/fusion_study.py --rare-share``), and makes a LongMemEval hybrid search
 #: 15-22% cheaper, Postgres's at about twice the vector search's time; 0.01 loses 1.3-1.7 points on
 #: LoCoMo and the identifier questions. With GloVe, the weakest embedder we check with, the
-#: namespace cell falls under BM25 (0.796 against 0.807 at 0.05). The
-#: numbers and the other data: docs/hybrid.md, "The selecting share: 2%". (Until 0.x the rule was
-#: stricter, 0.005, and the other words were dropped: chosen on the identifier set alone, it
-#: dropped the ordinary words conversational questions are made of, and hybrid recall@5 on
-#: LongMemEval fell 11 points below plain BM25; see docs/hybrid.md.)
+#: namespace cell falls under BM25 (0.796 against 0.807 at 0.05). The numbers and the other data:
+#: docs/hybrid.md, "The selecting share: 2%". (Until 0.x the rule was stricter, 0.005, and the other
+#: words were dropped: chosen on the identifier set alone, it dropped the ordinary words
+#: conversational questions are made of, and hybrid recall@5 on LongMemEval fell 11 points below
+#: plain BM25; see docs/hybrid.md.)
 RARE_SHARE = 0.02
 
 #: The lexical side ranks only items scoring at least this fraction of the best one (0: every
