@@ -287,7 +287,7 @@ class HybridSpec:
                     f"hybrid '{name}' must be a number from 0 to 1, got {v!r}"
                 )
             got[name] = float(v)
-        if got.get("fusion", "information") not in FUSIONS:
+        if "fusion" in got and got["fusion"] not in FUSIONS:
             raise InvalidArgumentError(
                 f"hybrid 'fusion' must be one of {list(FUSIONS)}, got {got['fusion']!r}"
             )
