@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from langgraph.store.base import SearchOp
@@ -116,9 +115,6 @@ class Information(Lexical):
     takes that neither side read (most pages on LongMemEval: reading every candidate's ~2 KB meta
     cost the script more than the round, docs/hybrid.md)."""
 
-    #: The counts of the query's words the call sent (the script's reply has the others).
-    known: Mapping[str, int] = MappingProxyType({})
-
     @property
     def spec(self) -> IndexSpec:
         """The index searched: the vector side's (a hybrid search has one)."""
@@ -138,7 +134,6 @@ class Information(Lexical):
         words = self.split()
         if words is None:
             return None  # only common words: nothing selects, the vector side ranks alone
-        self.known = words.known
         head = " ".join(self.parts)
         read = self.want if self.exact else -1
         args = (self.keys.index(None), head, self.hybrid.rare_share, words.size, words.page, read)
@@ -175,14 +170,9 @@ class Information(Lexical):
         vector side's; inf: no vectors). A row read whole (``[meta, created, distance, sum]``) is
         kept when it passes the conditions checked here; the others (``[hash name, distance,
         sum]``) have no record yet. And the query's IDF mass (every query word some item holds:
-        those the script weighed)."""
-        _, rows, counts, size = load_json(reply)
-        if self.sized:
-            self.stats.term("").update(size)
-        for w, n in zip(self.uncounted, counts):
-            self.stats.term(w).update(n)
-        held = [*self.known.values(), *counts]
-        mass = sum(idf(int(size), int(n)) for n in held if n > 0)
+        those the script weighed, summed there)."""
+        _, rows, counts, size, mass = load_json(reply)
+        self.keep_counts(counts, size)
         out = []
         for row in rows:
             d = math.inf if row[-2] is None else standard_distance(self.spec, float(row[-2]))
@@ -194,4 +184,12 @@ class Information(Lexical):
                 r.distance = d
                 out.append(Candidate(_key(r), float(row[-1]), d, r))
         out.sort(key=lambda c: (-round(c.idf, TIE_DIGITS), c.key))
-        return out, mass
+        return out, float(mass)
+
+    def keep_counts(self, counts: Sequence[int], size: int) -> None:
+        """Keep the counts the script made: the index's size when it counted it, and those of the
+        words not counted lately (:attr:`uncounted`, in order)."""
+        if self.sized:
+            self.stats.term("").update(size)
+        for w, n in zip(self.uncounted, counts):
+            self.stats.term(w).update(n)

@@ -24,6 +24,7 @@ from langmem_adapters.core.embedding import Embed, embed_queries
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.ops import Batch, Write, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
+from langmem_adapters.redis.fused import Fused
 from langmem_adapters.redis.layout import Keys, Mode, text
 from langmem_adapters.redis.lexical import Lexical
 from langmem_adapters.redis.plain import plain_searches
@@ -77,13 +78,15 @@ class Context(NamedTuple):
 class ServerSearch:
     """A Query Engine search of the read round: its op's place in the batch, its server query
     (``searcher``, first asking ``window`` rows), a hybrid search's lexical side, and the calls it
-    sends (the window's query, then the lexical side's, whose replies follow in that order)."""
+    sends (the window's query, then the lexical side's, whose replies follow in that order; or the
+    one call of ``fused``, a hybrid search fused on the server)."""
 
     at: int
     searcher: Searcher
     window: int
     lexical: Lexical | None
     calls: tuple[Call, ...]
+    fused: Fused | None = None
 
 
 class ReadRound(NamedTuple):
@@ -233,6 +236,8 @@ def _server_search(
     with what was sent."""
     s, lex = sides(ctx.keys, ctx.spec, op, conds, qvec, knn, edges, stats)
     window = s.first_window
+    if fused := Fused.build(s, lex, window):
+        return ServerSearch(at, s, window, lex, (fused.call(),), fused)
     return ServerSearch(at, s, window, lex, (s.call(window), *(lex.calls() if lex else ())))
 
 
@@ -272,14 +277,23 @@ def _server_pages(
     pages = []
     for search, sent in zip(searches, replies):
         s, lex = search.searcher, search.lexical
+        op = lex.op if lex else s.op  # a hybrid search's vector side ran a wider op
+        if search.fused is not None:
+            if got := search.fused.page(sent[0]):
+                page = got.records
+                if got.scored is not None and len(page) < op.limit:
+                    page += yield from unscored_tail(s, got.scored, page, op)
+                pages.append(Page(search.at, op, page))
+                continue
+            sent = yield Round(list(search.fused.sides))  # both sides again, the two-script way
         matched = yield from s.run(sent[0], search.window)
         page = s.page(matched)
         short = len(page) < s.op.limit  # the scored items ran out
         if lex is not None:
             page = yield from lex.page(page, sent[1:])
-        op = lex.op if lex else s.op  # a hybrid search's vector side ran a wider op
         if s.qvec is not None and short and len(page) < op.limit:
-            page += yield from unscored_tail(s, matched, page, op)
+            scored = [(nsp.join(r.namespace), r.key) for r in matched]
+            page += yield from unscored_tail(s, scored, page, op)
         pages.append(Page(search.at, op, page))
     return pages
 

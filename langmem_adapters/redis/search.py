@@ -3,7 +3,7 @@ filters and order or KNN, widened until its page is exact; and the KNN settings 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from langgraph.store.base import SearchOp
 
+from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.calibration import Cold
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.values import load_json
@@ -298,14 +299,14 @@ class Searcher:
 
 
 def unscored_tail(
-    s: Searcher, matched: list[Record], page: list[Record], op: SearchOp
+    s: Searcher, scored: Collection[tuple[str, str]], page: list[Record], op: SearchOp
 ) -> Generator[Round, list[Any], list[Record]]:
     """The rest of a KNN page whose scored items ran out (``s.run`` found fewer than ``limit``, so
-    ``matched`` holds every scored match): the matching items without vectors, newest first, from
-    the items' index. Reading ``offset + limit`` of the newest matches is enough, since at most
-    ``len(matched)`` of them are scored; one more round, only for such pages. ``op``: the search
-    (a hybrid search's vector side ``s`` ran a wider one)."""
-    scored = {(r.namespace, r.key) for r in matched}
+    ``scored`` holds every scored match, as (namespace text, key)): the matching items without
+    vectors, newest first, from the items' index. Reading ``offset + limit`` of the newest matches
+    is enough, since at most ``len(scored)`` of them are scored; one more round, only for such
+    pages. ``op``: the search (a hybrid search's vector side ``s`` ran a wider one)."""
+    scored = set(scored)
     skip = max(0, op.offset - len(scored))
     room = op.limit - len(page)
     wanted = op._replace(query=None, offset=0, limit=skip + room + len(scored))
@@ -313,7 +314,7 @@ def unscored_tail(
     window = newest.first_window
     (reply,) = yield Round([newest.call(window)])
     rows = newest.page((yield from newest.run(reply, window)))
-    return [r for r in rows if (r.namespace, r.key) not in scored][skip : skip + room]
+    return [r for r in rows if (nsp.join(r.namespace), r.key) not in scored][skip : skip + room]
 
 
 def shortcuts(keys: Keys, stats: RedisStats | None) -> tuple[list[Call], dict[str, int] | None]:

@@ -106,7 +106,7 @@ def test_information_word_queries_answer_whole(store: RedisStore, client: redis.
     args = (keys.index(None), "", 0.2, ITEMS, 10, 20, keys.index(spec), keys.prefix, blob)
     client.script_load(SCRIPTS["information"])
     reply = client.evalsha(SHA["information"], 0, *args, 1, 0, 0, "note", ITEMS)
-    candidates, rows, _, _ = json.loads(reply)
+    candidates, rows, _, _, _ = json.loads(reply)
     assert candidates == ITEMS
     assert len(rows) == ITEMS
     assert all(d is not None for _, d, _ in rows)
