@@ -256,47 +256,7 @@ class HybridSpec:
                 f"unknown index 'hybrid' option(s) {unknown}; "
                 f"known: {sorted(cls.__dataclass_fields__)}"
             )
-        got: dict[str, Any] = dict(option)
-        for name in ("k", "depth"):
-            v = got.get(name, 1)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise InvalidArgumentError(f"hybrid '{name}' must be a positive integer, got {v!r}")
-        for name in ("lexical_weight", "vector_weight"):
-            v = got.get(name, 1.0)
-            if (
-                not isinstance(v, (int, float))
-                or isinstance(v, bool)
-                or not math.isfinite(v)
-                or v < 0
-            ):
-                raise InvalidArgumentError(
-                    f"hybrid '{name}' must be a finite number >= 0, got {v!r}"
-                )
-            got[name] = float(v)
-        for name in ("rare_share", "floor"):
-            if name not in got:
-                continue
-            v = got[name]
-            if (
-                not isinstance(v, (int, float))
-                or isinstance(v, bool)
-                or not math.isfinite(v)
-                or not 0 <= v <= 1
-            ):
-                raise InvalidArgumentError(
-                    f"hybrid '{name}' must be a number from 0 to 1, got {v!r}"
-                )
-            got[name] = float(v)
-        if "fusion" in got and got["fusion"] not in FUSIONS:
-            raise InvalidArgumentError(
-                f"hybrid 'fusion' must be one of {list(FUSIONS)}, got {got['fusion']!r}"
-            )
-        config = got.get("text_config", "simple")
-        if not isinstance(config, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", config):
-            raise InvalidArgumentError(
-                f"hybrid 'text_config' must be a text search configuration name, got {config!r}"
-            )
-        return cls(**got)
+        return cls(**_checked(dict(option)))
 
     def candidates(self, offset: int, limit: int) -> int:
         """How many candidates the lexical side ranks for a page ending at ``offset + limit`` (the
@@ -333,6 +293,46 @@ class HybridSpec:
         ``floor`` times the best."""
         best = scores[0] if scores else 0.0
         return sum(1 for s in scores if s >= self.floor * best)
+
+
+def _checked(got: dict[str, Any]) -> dict[str, Any]:
+    """The ``hybrid`` option's given fields, checked (weights and shares as floats); a field not
+    given keeps the dataclass's default."""
+    for name in ("k", "depth"):
+        v = got.get(name, 1)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise InvalidArgumentError(f"hybrid '{name}' must be a positive integer, got {v!r}")
+    for name in ("lexical_weight", "vector_weight"):
+        if name in got:
+            got[name] = _number(name, got[name], "a finite number >= 0", 0.0, math.inf)
+    for name in ("rare_share", "floor"):
+        if name in got:
+            got[name] = _number(name, got[name], "a number from 0 to 1", 0.0, 1.0)
+    if "fusion" in got and got["fusion"] not in FUSIONS:
+        raise InvalidArgumentError(
+            f"hybrid 'fusion' must be one of {list(FUSIONS)}, got {got['fusion']!r}"
+        )
+    config = got.get("text_config")
+    if "text_config" in got and (
+        not isinstance(config, str) or not re.fullmatch(r"[a-z_][a-z0-9_]*", config)
+    ):
+        raise InvalidArgumentError(
+            f"hybrid 'text_config' must be a text search configuration name, got {config!r}"
+        )
+    return got
+
+
+def _number(name: str, v: object, what: str, least: float, most: float) -> float:
+    """``v`` as a float when it is a finite number from ``least`` to ``most``, else the error
+    naming the option ``name`` and ``what`` it must be."""
+    if (
+        not isinstance(v, (int, float))
+        or isinstance(v, bool)
+        or not math.isfinite(v)
+        or not least <= v <= most
+    ):
+        raise InvalidArgumentError(f"hybrid '{name}' must be {what}, got {v!r}")
+    return float(v)
 
 
 def words(text: str) -> list[str]:
