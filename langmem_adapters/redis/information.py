@@ -5,7 +5,8 @@ items holding words, ``df`` those holding the word, counted exactly: the collect
 among the items holding a rare word, each with its distance to the query vector (its nearest
 vector's), fused with the vector side's page by ``fuse_information``. Plain mode has every searched
 record's words and distance already; the Query Engine's lexical script returns each candidate's
-IDF sum and distance (``lua/information.lua``)."""
+IDF sum and distance (``lua/information.lua``), the two-script way of a search whose rows are
+checked here (``redis.fused`` sends any other as one script)."""
 
 from __future__ import annotations
 

@@ -47,15 +47,24 @@ def client() -> Iterator[redis.Redis]:
     c.close()
 
 
-def loaded(client: redis.Redis, items: list[Memory], unindexed: int = 0) -> RedisStore:
+def loaded(
+    client: redis.Redis,
+    items: list[Memory],
+    unindexed: int = 0,
+    *,
+    distance: str = "cosine",
+    hybrid: dict[str, float] | None = None,
+) -> RedisStore:
     """A hybrid Query Engine store of ``items`` (and ``unindexed`` items without vectors or
-    words, under ("s", "small")), exact (flat) vectors, the information fusion."""
+    words, under ("s", "small")), exact (flat) vectors, the information fusion (``hybrid``: more
+    of its options)."""
     index = {
         "dims": DIMS,
         "embed": Angles(items),
         "fields": ["text"],
+        "distance_type": distance,
         "ann_index_config": {"kind": "flat"},
-        "hybrid": {"fusion": "information", "rare_share": 0.5},
+        "hybrid": {"fusion": "information", "rare_share": 0.5, **(hybrid or {})},
     }
     prefix = f"fus{uuid.uuid4().hex[:10]}"
     store = RedisStore(client, prefix=prefix, mode="query_engine", index=index)  # type: ignore[arg-type]
@@ -104,6 +113,28 @@ def test_one_script_gives_the_two_script_page(
         fused_pages.clear()
         same_pages(store, prefix, query)
         assert fused_pages and all(fused_pages)  # the script served every unfiltered search
+
+
+@pytest.mark.parametrize(
+    ("distance", "hybrid"),
+    [
+        ("l2", {}),
+        ("inner_product", {}),
+        ("cosine", {"vector_weight": 0.0}),
+        ("cosine", {"lexical_weight": 0.0}),
+        ("cosine", {"floor": 0.6, "depth": 2, "vector_weight": 0.5}),
+    ],
+)
+def test_other_distances_and_options(
+    client: redis.Redis, fused_pages: list[bool], distance: str, hybrid: dict[str, float]
+) -> None:
+    """The server's l2 and inner-product distances rank as Python ranks them (after its square
+    root and shift); a side weighted 0 drops out; the floor and a shallower lexical side cut the
+    candidates."""
+    store = loaded(client, memories(), distance=distance, hybrid=hybrid)
+    for query in ("kiwi plum", "kiwi apple"):
+        same_pages(store, ("s",), query)
+    assert fused_pages and all(fused_pages)
 
 
 def test_scored_items_running_short(client: redis.Redis, fused_pages: list[bool]) -> None:
