@@ -2,8 +2,10 @@
 -- answered by the server): the vector side's KNN window, the lexical candidates
 -- (lua/candidates.lua), the fusion of core.information.fuse_information, and the records of the
 -- fused page alone. ARGV: offset, limit, depth (the lexical candidates wanted), floor, vector
--- weight, lexical weight, the distance ('cosine', 'inner_product', 'l2'), the window, nv, then
--- the nv arguments of the window's FT.SEARCH (KNN, RETURN 1 d), then the candidates' arguments.
+-- weight, lexical weight, the distance ('cosine', 'inner_product', 'l2'), the window, the
+-- namespace prefix (text) the window's rows are checked under ('': none; the window's query left
+-- it out, as it holds the whole index), nv, then the nv arguments of the window's FT.SEARCH (KNN,
+-- RETURN 1 d), then the candidates' arguments.
 -- Returns one JSON text: [0] when the window cannot tell the page (its last row ties with the
 -- page's last, or rows were gone: the caller asks both sides again, wider); else [1, [[meta,
 -- created, distance, score], ...] (the page, best first), the vector side's hash names when it
