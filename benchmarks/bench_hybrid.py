@@ -14,6 +14,7 @@ Examples::
     python benchmarks/bench_hybrid.py --quick          # CI: 2,000 memories, 20 queries (<60 s)
     python benchmarks/bench_hybrid.py                  # 10,000 memories, 200 queries
     python benchmarks/bench_hybrid.py --backends postgres,redis,redis-plain --json out.json
+    python benchmarks/bench_hybrid.py --fixed-search   # both stores at one calibrated search
 
 Servers: ``--dsn`` / ``LANGMEM_BENCH_POSTGRES_DSN`` (else an embedded PostgreSQL), ``--url`` /
 ``LANGMEM_BENCH_REDIS_URL`` and ``--plain-url`` / ``LANGMEM_BENCH_REDIS_PLAIN_URL`` (else local
@@ -42,6 +43,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from benchmarks.bench_postgres import resolve_dsn
 from benchmarks.bench_redis import resolve_url
+from benchmarks.retrieval_stores import fixed_search
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore
 from langmem_adapters.redis import RedisStore
@@ -96,8 +98,9 @@ def workload(n: int, queries: int) -> tuple[list[PutOp], list[tuple[tuple[str, .
     return puts, asked
 
 
-def _index(hybrid: bool) -> dict[str, Any]:
-    return {"dims": DIMS, "embed": HashEmbeddings(DIMS), "fields": ["text"], "hybrid": hybrid}
+def _index(hybrid: bool, ann: dict[str, int] | None = None) -> dict[str, Any]:
+    index = {"dims": DIMS, "embed": HashEmbeddings(DIMS), "fields": ["text"], "hybrid": hybrid}
+    return index if ann is None else {**index, "ann_index_config": ann}
 
 
 def _load(store: BaseStore, puts: Sequence[PutOp]) -> None:
@@ -105,10 +108,12 @@ def _load(store: BaseStore, puts: Sequence[PutOp]) -> None:
         store.batch(list(puts[start : start + 500]))
 
 
-def postgres_stores(dsn: str, puts: Sequence[PutOp]) -> list[BaseStore]:
+def postgres_stores(dsn: str, puts: Sequence[PutOp], fixed: bool = False) -> list[BaseStore]:
     """A vector-only and a hybrid ``PostgresStore`` on fresh tables, loaded and analyzed (as
-    autovacuum would, soon after a load)."""
+    autovacuum would, soon after a load); ``fixed``: then both searching as the hybrid store
+    calibrated itself to (``retrieval_stores.fixed_search``)."""
     stores: list[BaseStore] = []
+    opened: list[tuple[psycopg.Connection[Any], str]] = []
     for hybrid in (False, True):
         conn = psycopg.connect(dsn, autocommit=True)
         prefix = f"bh_{uuid.uuid4().hex[:8]}"
@@ -118,20 +123,36 @@ def postgres_stores(dsn: str, puts: Sequence[PutOp]) -> list[BaseStore]:
             _load(store, puts)
         conn.execute(f"ANALYZE {prefix}_vectors_vector{DIMS}")
         stores.append(store)
-    return stores
+        opened.append((conn, prefix))
+    if not fixed:
+        return stores
+    ann = fixed_search(stores[1])
+    return [
+        PostgresStore(conn, index=_index(hybrid, ann), table_prefix=prefix)  # type: ignore[arg-type]
+        for (conn, prefix), hybrid in zip(opened, (False, True))
+    ]
 
 
-def redis_stores(url: str, puts: Sequence[PutOp], mode: str) -> list[BaseStore]:
-    """A vector-only and a hybrid ``RedisStore`` (``mode``) on fresh prefixes, loaded."""
+def redis_stores(
+    url: str, puts: Sequence[PutOp], mode: str, fixed: bool = False
+) -> list[BaseStore]:
+    """A vector-only and a hybrid ``RedisStore`` (``mode``) on fresh prefixes, loaded; ``fixed``:
+    then both searching as the hybrid store calibrated itself to."""
     client = redis.Redis.from_url(url)
-    stores: list[BaseStore] = []
+    stores: list[RedisStore] = []
     for hybrid in (False, True):
         prefix = f"bh{uuid.uuid4().hex[:8]}"
         store = RedisStore(client, index=_index(hybrid), prefix=prefix, mode=mode)  # type: ignore[arg-type]
         store.setup()
         _load(store, puts)
         stores.append(store)
-    return stores
+    if not fixed:
+        return list(stores)
+    ann = fixed_search(stores[1])
+    return [
+        RedisStore(client, index=_index(hybrid, ann), prefix=s.keys.prefix, mode=mode)  # type: ignore[arg-type]
+        for s, hybrid in zip(stores, (False, True))
+    ]
 
 
 def best_ms(store: BaseStore, prefix: tuple[str, ...], query: str, runs: int) -> float:
@@ -176,6 +197,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--url", help="Redis URL with the Query Engine (default: a local server)")
     p.add_argument("--plain-url", help="Redis URL for redis-plain (default: local)")
     p.add_argument("--json", help="write the results to this file")
+    p.add_argument(
+        "--fixed-search",
+        action="store_true",
+        help="both stores search as the hybrid one calibrated itself to (each store's own "
+        "calibration moved the global ratio between 0.5x and 1.3x)",
+    )
     return p.parse_args(argv)
 
 
@@ -190,9 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for backend in args.backends.split(","):
         chosen = asked
         if backend == "postgres":
-            stores = postgres_stores(resolve_dsn(args.dsn), puts)
+            stores = postgres_stores(resolve_dsn(args.dsn), puts, args.fixed_search)
         elif backend == "redis":
-            stores = redis_stores(resolve_url(args.url), puts, "query_engine")
+            stores = redis_stores(resolve_url(args.url), puts, "query_engine", args.fixed_search)
         elif backend == "redis-plain":
             stores = redis_stores(resolve_url(args.plain_url, modules=False), puts, "plain")
             chosen = asked[: max(2, args.plain_queries)]  # each search reads every item
