@@ -9,6 +9,7 @@ page's last, or rows were gone) both sides are asked again the two-script way.""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,16 +44,15 @@ class Fused:
     sides: tuple[Call, Call]
 
     @classmethod
-    def build(cls, vector: Searcher, lexical: Lexical | None, window: int) -> Fused | None:
-        """The search sent as one script, or None: not under the information fusion, a condition
-        checked on the rows (but a namespace prefix, which the script checks), or no rare query
-        word (the vector side alone then)."""
-        if not isinstance(lexical, Information) or not lexical.exact:
+    def build(
+        cls, vector: Searcher, lexical: Lexical | None, window: int, calls: Sequence[Call]
+    ) -> Fused | None:
+        """The search sent as one script (``calls``: the lexical side's, built once), or None:
+        not under the information fusion, a condition checked on the rows (but a namespace prefix,
+        which the script checks), or no rare query word (the vector side alone then)."""
+        if not isinstance(lexical, Information) or not lexical.exact or not calls:
             return None
-        call = lexical.call(lexical.want)
-        if call is None:
-            return None
-        return cls(vector, lexical, window, (vector.call(window), call))
+        return cls(vector, lexical, window, (vector.call(window), calls[0]))
 
     def call(self) -> Call:
         """The ``fused`` script's call: the page, the fusion's settings, the window's FT.SEARCH

@@ -236,9 +236,10 @@ def _server_search(
     with what was sent."""
     s, lex = sides(ctx.keys, ctx.spec, op, conds, qvec, knn, edges, stats)
     window = s.first_window
-    if fused := Fused.build(s, lex, window):
+    lexical = lex.calls() if lex else []
+    if fused := Fused.build(s, lex, window, lexical):
         return ServerSearch(at, s, window, lex, (fused.call(),), fused)
-    return ServerSearch(at, s, window, lex, (s.call(window), *(lex.calls() if lex else ())))
+    return ServerSearch(at, s, window, lex, (s.call(window), *lexical))
 
 
 def _get_results(
