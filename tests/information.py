@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -49,14 +49,26 @@ OTHERS = [
 ]
 
 
-def filter_cases() -> Iterator[tuple[tuple[str, ...], str | None, str, int, int]]:
-    """The prefix and filter checks both stores' tests run over ``MEMORIES + OTHERS``: (prefix, the
-    ``kind`` filtered on or None, query, offset, limit)."""
+class FilterCase(NamedTuple):
+    """One search of the prefix and filter checks: its prefix, its other arguments
+    (``store.search(prefix, **kwargs)``) and the reference page."""
+
+    prefix: tuple[str, ...]
+    kwargs: dict[str, Any]
+    want: list[tuple[str, float]]
+
+
+def filter_cases(memories: Sequence[Memory], *, capped: bool = False) -> Iterator[FilterCase]:
+    """The prefix and filter checks both stores' tests run over ``memories`` (``MEMORIES +
+    OTHERS``), each with its reference page (``capped``: see :func:`reference`)."""
     prefixes = ((("n", "u1"), "a"), (("n",), "x"), (("n", "u2"), None), (("n", "u1"), None))
     for prefix, kind in prefixes:
         for query in ("kiwi apple plum grape", "plum kiwi"):
             for offset, limit in ((0, 1), (0, 4), (2, 3)):
-                yield prefix, kind, query, offset, limit
+                want = reference(memories, prefix, query, kind, offset, limit, capped=capped)
+                where = None if kind is None else {"kind": kind}
+                kwargs = {"query": query, "filter": where, "offset": offset, "limit": limit}
+                yield FilterCase(prefix, kwargs, want)
 
 
 def vector(angle: float) -> list[float]:

@@ -115,20 +115,10 @@ def test_two_round_trips_like_any_hybrid_search(conn: Any) -> None:
 async def test_filters_and_prefixes_hold(conn: Any, flavor: str) -> None:
     memories = MEMORIES + OTHERS
     store = loaded(conn, memories)
-    for prefix, kind, query, offset, limit in filter_cases():
-        want = reference(memories, prefix, query, kind, offset, limit, capped=True)
-        got = await search(
-            flavor,
-            store,
-            memories,
-            prefix,
-            query=query,
-            filter=None if kind is None else {"kind": kind},
-            offset=offset,
-            limit=limit,
-        )
-        check(got, want, memories)
-        assert all(r.namespace[: len(prefix)] == prefix for r in got)
+    for case in filter_cases(memories, capped=True):
+        got = await search(flavor, store, memories, case.prefix, **case.kwargs)
+        check(got, case.want, memories)
+        assert all(r.namespace[: len(case.prefix)] == case.prefix for r in got)
 
 
 def test_a_bad_fusion_is_rejected_and_redis_takes_information(conn: Any) -> None:

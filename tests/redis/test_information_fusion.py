@@ -101,17 +101,10 @@ async def test_async_store_gives_the_same_page(client: redis.Redis, mode: str) -
 def test_filters_and_prefixes_hold(client: redis.Redis, mode: str) -> None:
     memories = MEMORIES + OTHERS
     store = loaded(client, mode, memories)
-    for prefix, kind, query, offset, limit in filter_cases():
-        want = reference(memories, prefix, query, kind, offset, limit)
-        got = store.search(
-            prefix,
-            query=query,
-            filter=None if kind is None else {"kind": kind},
-            offset=offset,
-            limit=limit,
-        )
-        check(got, want, memories)
-        assert all(r.namespace[: len(prefix)] == prefix for r in got)
+    for case in filter_cases(memories):
+        got = store.search(case.prefix, **case.kwargs)
+        check(got, case.want, memories)
+        assert all(r.namespace[: len(case.prefix)] == case.prefix for r in got)
 
 
 @pytest.mark.parametrize("mode", MODES)
