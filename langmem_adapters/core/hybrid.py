@@ -299,8 +299,8 @@ def _checked(got: dict[str, Any]) -> dict[str, Any]:
     """The ``hybrid`` option's given fields, checked (weights and shares as floats); a field not
     given keeps the dataclass's default."""
     for name in ("k", "depth"):
-        v = got.get(name, 1)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        v = got.get(name)
+        if name in got and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
             raise InvalidArgumentError(f"hybrid '{name}' must be a positive integer, got {v!r}")
     for name in ("lexical_weight", "vector_weight"):
         if name in got:
