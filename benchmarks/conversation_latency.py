@@ -109,10 +109,14 @@ def run_backend(
             print(f"| {backend} | our stores' vector search: {ann or 'exact'} |", flush=True)
         for mode in modes:
             if mode == "official":
-                stores[mode] = stack.enter_context(open_store(server, embed, mode))
-                load_store(stores[mode], ops)
+                official = stack.enter_context(open_store(server, embed, mode))
+                if official is None:  # no official store runs there (Redis plain mode)
+                    continue
+                stores[mode] = official
+                load_store(official, ops)
             elif mode != "hybrid" or ann is not None:
                 stores[mode] = stack.enter_context(open_store(server, embed, mode, place, ann))
+        modes = [name for name in modes if name in stores]
         stores = {name: stores[name] for name in modes}
         for scope in SCOPES:
             for q in data.questions[:WARM]:
