@@ -59,9 +59,9 @@ def plain_information(
     the query words they hold (ties by namespace and key)."""
     weights = {word: idf(w.size, n) for word, n in w.counts.items()}
     ranked = sorted(
-        (-sum(weights.get(word, 0.0) for word in set(d)), _key(r), r)
-        for d, r in zip(w.docs, records)
-        if not w.rare.isdisjoint(d)
+        (-sum(weights.get(word, 0.0) for word in h), _key(r), r)
+        for h, r in zip(w.held, records)
+        if not w.rare.isdisjoint(h)
     )
     lexical = [Candidate(k, -s, r.distance or 0.0, r) for s, k, r in ranked]
     by_key = {_key(r): r for r in records}

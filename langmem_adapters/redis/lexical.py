@@ -208,14 +208,15 @@ def corpus_calls(
     return [Call((now_ms,), script="words", keys=(keys.zset(nsp.join(ns)),)) for ns in others]
 
 
-def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[Any]) -> None:
-    """Set ``corpus`` from the words of the items read (``texts``) and the ``words`` replies of
-    the other namespaces (:func:`corpus_calls`)."""
+def count_corpus(corpus: Corpus, texts: Iterable[str], replies: Sequence[Any]) -> None:
+    """Set ``corpus`` from the words of the items read (``texts``, each item's words space-separated)
+    and the ``words`` replies of the other namespaces (:func:`corpus_calls`)."""
     size, length, df = 0, 0, Counter[str]()
     for t in texts:
         if t:
-            size, length = size + 1, length + len(t)
-            df.update(set(t))
+            split = t.split()
+            size, length = size + 1, length + len(split)
+            df.update(set(split))
     for reply in replies:
         head, _, rest = text(reply).partition(" ")
         parts = rest.split(" ")
@@ -225,12 +226,15 @@ def count_corpus(corpus: Corpus, texts: Iterable[list[str]], replies: Sequence[A
 
 
 class PlainWords(NamedTuple):
-    """A plain-mode hybrid search's word statistics: each searched record's words (``docs``), how
-    many items of the collection hold each query word the collection or a record holds
-    (``counts``), the collection's ``size`` and the rare words among them (they select the lexical
-    candidates)."""
+    """A plain-mode hybrid search's word statistics: each searched record's words as read
+    (``docs``: space-separated, ``""`` for none; every word, or under the information fusion only
+    those of the batch's query words it holds, led by a space, see ``lua/read_ns.lua``) and the
+    query words each holds (``held``, in the query's order), how many items of the collection hold
+    each query word the collection or a record holds (``counts``), the collection's ``size`` and
+    the rare words among them (they select the lexical candidates)."""
 
-    docs: list[list[str]]
+    docs: list[str]
+    held: list[tuple[str, ...]]
     counts: dict[str, int]
     size: int
     rare: set[str]
@@ -240,20 +244,31 @@ def plain_words(
     hybrid: HybridSpec,
     op: SearchOp,
     records: Sequence[Record],
-    texts: dict[ItemKey, list[str]],
+    texts: dict[ItemKey, str],
     corpus: Corpus,
 ) -> PlainWords:
     """The words of a plain-mode hybrid search. Which words are rare (``HybridSpec.rare``: they
     select the candidates, the other words only add to their scores) and their weights are judged
     by the collection's ``corpus``, as on Postgres and the Query Engine, not by the searched records
     alone: within a namespace of 32 memories the page term let words a third of them hold count."""
-    docs = [texts.get(_key(r), []) for r in records]
+    docs = [texts.get(_key(r), "") for r in records]
     wanted = query_terms(op.query)
-    held = Counter(w for d in docs for w in set(wanted).intersection(d))
+    held = _holding(wanted, docs)
+    n = Counter(w for h in held for w in h)
     size = max(corpus.size, sum(1 for d in docs if d))
-    counts = {w: n for w in wanted if (n := corpus.held(w, held[w]))}
+    counts = {w: c for w in wanted if (c := corpus.held(w, n[w]))}
     rare = set(hybrid.rare(counts, size, op.offset + op.limit))
-    return PlainWords(docs, counts, size, rare)
+    return PlainWords(docs, held, counts, size, rare)
+
+
+def _holding(wanted: Sequence[str], docs: Sequence[str]) -> list[tuple[str, ...]]:
+    """The words of ``wanted`` each of ``docs`` holds (words space-separated), in the order of
+    ``wanted``: each looked for as a whole word in the text rather than the text split into its
+    words (splitting every item read was most of a plain-mode hybrid search's client time; a word
+    is letters, digits and _ only, ``core.hybrid.words``, so ``" w "`` in ``" text "`` is exactly
+    ``w in text.split()``)."""
+    marks = [(w, f" {w} ") for w in wanted]
+    return [tuple(w for w, m in marks if m in f" {d} ") if d else () for d in docs]
 
 
 def plain_hybrid(
@@ -266,8 +281,8 @@ def plain_hybrid(
     page = op.offset + op.limit
     lexical: list[Hit] = []
     if w.rare:
-        scores = bm25(list(w.counts), w.docs, corpus=corpus)
-        selected = [not w.rare.isdisjoint(d) for d in w.docs]
+        scores = bm25(list(w.counts), [d.split() for d in w.docs], corpus=corpus)
+        selected = [not w.rare.isdisjoint(h) for h in w.held]
         hits = sorted(
             (-s, _key(r), i)
             for i, (s, r) in enumerate(zip(scores, records))

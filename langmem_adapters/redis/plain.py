@@ -11,11 +11,18 @@ from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
+from langmem_adapters.core.hybrid import HybridSpec
 from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.information import plain_information
 from langmem_adapters.redis.layout import Keys, under
-from langmem_adapters.redis.lexical import corpus_calls, count_corpus, plain_hybrid, plain_words
+from langmem_adapters.redis.lexical import (
+    corpus_calls,
+    count_corpus,
+    plain_hybrid,
+    plain_words,
+    query_terms,
+)
 from langmem_adapters.redis.records import Record, decode_vectors
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import Page
@@ -40,10 +47,10 @@ def plain_searches(
     hybrid = scoring.hybrid if scoring is not None else None  # and their words
     recount = hybrid is not None and stats.corpus.stale()  # decided once: the calls follow it
     counting = corpus_calls(keys, live, wanted, now_ms) if recount else []
-    args = (now_ms, "0" if scoring is None else "1", "0" if hybrid is None else "1")
+    args = (now_ms, "0" if scoring is None else "1", *_words_wanted(hybrid, searches, recount))
     reads = [Call(args, "read_ns", (keys.zset(nsp.join(ns)),)) for ns in wanted]
     replies = (yield Round(reads + counting)) if reads or counting else []
-    texts: dict[tuple[str, str], list[str]] = {}  # a hybrid search's words per item
+    texts: dict[tuple[str, str], str] = {}  # a hybrid search's words per item (space-separated)
     kept = texts if hybrid is not None else None
     by_ns = {ns: _records(ns, reply, scoring, kept) for ns, reply in zip(wanted, replies)}
     if recount:
@@ -62,21 +69,39 @@ def plain_searches(
     return out
 
 
+def _words_wanted(
+    hybrid: HybridSpec | None,
+    searches: list[tuple[int, SearchOp, tuple[Condition, ...]]],
+    recount: bool,
+) -> tuple[str, ...]:
+    """What ``read_ns`` returns of each item's words: nothing (``"0"``, not hybrid), every word
+    (``"1"``: BM25 and a recount of the collection's words need them), or under the information
+    fusion which of the batch's query words it holds (``"2"`` and the words: a global search of
+    LongMemEval's 631 rounds of 60 questions 82 -> 61 ms, docs/hybrid.md, "Plain mode: only the
+    query words an item holds")."""
+    if hybrid is None:
+        return ("0",)
+    if recount or hybrid.fusion != "information":
+        return ("1",)
+    return ("2", *dict.fromkeys(w for _, op, _ in searches for w in query_terms(op.query)))
+
+
 def _records(
     ns: tuple[str, ...],
     reply: Any,
     spec: IndexSpec | None,
-    texts: dict[tuple[str, str], list[str]] | None,
+    texts: dict[tuple[str, str], str] | None,
 ) -> list[Record]:
     """A namespace's live items from its ``read_ns`` reply; with ``spec`` their vectors, with
-    ``texts`` their words kept there (a hybrid search's)."""
+    ``texts`` their words kept there (a hybrid search's: all, or which query words each holds,
+    :func:`_words_wanted`)."""
     out = []
     for row in load_json(reply):
         rec = Record.parse(row[0], row[1])
         if spec is not None:
             rec.vectors = decode_vectors(row[2], spec)
         if texts is not None:
-            texts[(nsp.join(ns), rec.key)] = row[3].split()
+            texts[(nsp.join(ns), rec.key)] = row[3]
         out.append(rec)
     return out
 
@@ -86,7 +111,7 @@ def _ordered(
     op: SearchOp,
     records: list[Record],
     qvec: list[float] | None,
-    texts: dict[tuple[str, str], list[str]],
+    texts: dict[tuple[str, str], str],
     stats: RedisStats,
 ) -> list[Record]:
     """A search's matches in page order: nearest first (fused with the lexical ranking for a

@@ -264,6 +264,40 @@ def test_lexical_side_alone_keeps_stop_words_and_does_not_stem(make_store: Store
 
 
 @pytest.mark.parametrize("backend", MODES)
+@pytest.mark.parametrize("recount", [True, False])
+def test_a_query_word_selects_whole_words_only(
+    make_store: StoreFactory, monkeypatch: pytest.MonkeyPatch, recount: bool
+) -> None:
+    """A query word selects the items holding it as a word wherever it stands, never one holding
+    it inside another word. Plain mode looks for it in the items' words on the server, or reads
+    every word when it counts the collection's again (``recount``: every search; else only the
+    first of the minute)."""
+    if recount:
+        monkeypatch.setattr(refresh, "REFRESH_S", -1.0)
+    store = make_store(index=_index(vector_weight=0))  # the page is the lexical ranking alone
+    texts = {
+        "first": "art of war",
+        "last": "modern art",
+        "middle": "the art gallery",
+        "alone": "art",
+        "inside": "start smart artist arts",
+        "accent": "un café",
+        "accents": "cafés crème",
+        "other": "painting",
+    }
+    store.batch([PutOp(("s",), key, {"text": text}) for key, text in texts.items()])
+    for _ in range(2):
+        assert sorted(_keys(store.search(("s",), query="art"))) == [
+            "alone",
+            "first",
+            "last",
+            "middle",
+        ]
+        assert _keys(store.search(("s",), query="café")) == ["accent"]
+        assert sorted(_keys(store.search(("s",), query="war crème"))) == ["accents", "first"]
+
+
+@pytest.mark.parametrize("backend", MODES)
 def test_prefix_filters_and_paging(make_store: StoreFactory) -> None:
     store = make_store(index=_index())
     for i in range(30):
