@@ -570,12 +570,15 @@ def _pages(results: list[Any]) -> list[list[tuple[str, float | None]]]:
 @pytest.mark.parametrize("backend", MODES)
 def test_several_hybrid_searches_in_one_batch(backend: str, make_store: StoreFactory) -> None:
     """Searches of one batch each read their own replies, and the word counts cached are those
-    of the words each sent: the batch equals the same searches one by one."""
+    of the words each sent: the batch equals the same searches one by one, and so does the batch
+    again (plain mode: once counted, the items' words are read as the batch's query words each
+    holds)."""
     store = make_store(index=_index())
     puts, searches = _batch_data()
     store.batch(puts)
     batched = _pages(store.batch(searches))  # the first: sizes and words not counted yet
     assert _pages([store.batch([op])[0] for op in searches]) == batched
+    assert _pages(store.batch(searches)) == batched
     assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
 
 
@@ -588,6 +591,7 @@ async def test_several_hybrid_searches_in_one_batch_async(
     await store.abatch(puts)
     batched = _pages(await store.abatch(searches))
     assert _pages([(await store.abatch([op]))[0] for op in searches]) == batched
+    assert _pages(await store.abatch(searches)) == batched
     assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
 
 
