@@ -17,6 +17,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.information import plain_information
 from langmem_adapters.redis.layout import Keys, under
 from langmem_adapters.redis.lexical import (
+    MAX_TERMS,
     corpus_calls,
     count_corpus,
     plain_hybrid,
@@ -78,12 +79,14 @@ def _words_wanted(
     (``"1"``: BM25 and a recount of the collection's words need them), or under the information
     fusion which of the batch's query words it holds (``"2"`` and the words: a global search of
     LongMemEval's 631 rounds of 60 questions 82 -> 61 ms, docs/hybrid.md, "Plain mode: only the
-    query words an item holds")."""
+    query words an item holds"). A batch of more words than one search may send (``MAX_TERMS``)
+    reads every word: the script looks for each word in each item, and a script holds the server."""
     if hybrid is None:
         return ("0",)
-    if recount or hybrid.fusion != "information":
+    wanted = dict.fromkeys(w for _, op, _ in searches for w in query_terms(op.query))
+    if recount or hybrid.fusion != "information" or len(wanted) > MAX_TERMS:
         return ("1",)
-    return ("2", *dict.fromkeys(w for _, op, _ in searches for w in query_terms(op.query)))
+    return ("2", *wanted)
 
 
 def _records(

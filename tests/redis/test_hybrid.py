@@ -23,7 +23,7 @@ from langmem_adapters.core.hybrid import HybridSpec, fuse, words
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.redis import RedisStore
 from langmem_adapters.redis.layout import Keys
-from langmem_adapters.redis.lexical import Hit, _hit
+from langmem_adapters.redis.lexical import MAX_TERMS, Hit, _hit
 from tests import servers
 from tests.redis.observe import round_trips, server_calls
 from tests.stores import AsyncStoreFactory, StoreFactory
@@ -580,6 +580,25 @@ def test_several_hybrid_searches_in_one_batch(backend: str, make_store: StoreFac
     assert _pages([store.batch([op])[0] for op in searches]) == batched
     assert _pages(store.batch(searches)) == batched
     assert batched[1][0][0] == "rare" and batched[2][0][0] == "rare"
+
+
+@pytest.mark.parametrize("backend", MODES)
+def test_a_batch_of_many_query_words(make_store: StoreFactory) -> None:
+    """A batch whose searches hold more distinct words than one search may send (``MAX_TERMS``)
+    ranks as its searches one by one (plain mode reads every word of the items for it)."""
+    store = make_store(index=_index())
+    puts, _ = _batch_data()
+    store.batch(puts)
+    searches = [
+        SearchOp((u,), None, 5, 0, " ".join(f"v{u}{i}x{j}" for j in range(12)) + f" zzqq{u} alpha")
+        for i in range(3)
+        for u in "abc"
+    ]
+    assert len({w for op in searches for w in (op.query or "").split()}) > MAX_TERMS
+    store.batch(searches[:1])  # the collection's words counted: the batch is not a recount
+    batched = _pages(store.batch(searches))
+    assert _pages([store.batch([op])[0] for op in searches]) == batched
+    assert all(page[0][0] == "rare" for page in batched)
 
 
 @pytest.mark.parametrize("backend", MODES)
