@@ -26,14 +26,15 @@ for _, key in ipairs(redis.call('ZRANGE', KEYS[1], '(' .. ARGV[1], '+inf', 'BYSC
     if ARGV[2] == '1' then row = row .. ',"' .. v[3] .. '"' end
     if words == '1' then row = row .. ',"' .. (v[4] or '') .. '"' end
     if words == '2' then
-      local held = {''}
+      local held = ''
       if v[4] and v[4] ~= '' then
+        local found = {}
         for i = 4, #ARGV do
-          if holds(v[4], ARGV[i]) then held[#held + 1] = ARGV[i] end
+          if holds(v[4], ARGV[i]) then found[#found + 1] = ARGV[i] end
         end
-        if #held == 1 then held[2] = '' end
+        held = ' ' .. table.concat(found, ' ')
       end
-      row = row .. ',"' .. table.concat(held, ' ') .. '"'
+      row = row .. ',"' .. held .. '"'
     end
     rows[#rows + 1] = row .. ']'
   end
