@@ -83,7 +83,12 @@ class Keys:
 
     def vectors(self, ns_text: str, key: str) -> str:
         """The item's vector document (Query Engine mode; the write script derives the same name)."""
-        return f"{self.prefix}:v:{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
+        return f"{self.vector_docs}{{{_tag(ns_text)}}}:{len(ns_text)}:{ns_text}:{key}"
+
+    @property
+    def vector_docs(self) -> str:
+        """The prefix of the vector documents' names (the vector indexes' ``PREFIX``)."""
+        return f"{self.prefix}:v:"
 
     def shadow(self, ns_text: str, key: str) -> str:
         """The item's vectors made by a ``reindex`` in progress (the switch script derives the same name)."""

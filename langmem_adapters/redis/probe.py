@@ -1,6 +1,14 @@
 """The Redis side of calibration (:mod:`langmem_adapters.core.calibration`): the commands that count
 and sample the vector index and search it exactly (a brute-force scan) and through HNSW at a given
-``EF_RUNTIME``."""
+``EF_RUNTIME``.
+
+Redis runs one command at a time, and a client waits 5 s for a reply by default (redis-py 8's
+``socket_timeout``), so the probe never sends a round that holds the server long: each query is a
+round of its own, and the sample draws random keys (``RANDOMKEY``, constant time) instead of paging
+the index to random offsets (a wildcard ``FT.SEARCH`` walks every document: 50-310 ms each at
+300,000 documents). At that size the pipelined probe held the server for over 5 s: the check failed
+with a timeout and searches of other clients waited or failed with it (docs/benchmarks.md,
+"Calibration at 300,000 vectors on Redis")."""
 
 from __future__ import annotations
 
@@ -21,7 +29,11 @@ from langmem_adapters.redis.schema import EXACT_TWIN, has_attribute
 from langmem_adapters.redis.scripts import Call, Round
 from langmem_adapters.redis.search import ADHOC, EVERY
 
-__all__ = ["RedisProbe"]
+__all__ = ["DRAWS", "DRAW_ROUNDS", "RedisProbe"]
+
+#: ``RANDOMKEY`` draws per document still wanted, in each of at most ``DRAW_ROUNDS`` rounds.
+DRAWS = 4
+DRAW_ROUNDS = 4
 
 
 def _hits(reply: Any) -> list[Hit]:
@@ -71,6 +83,8 @@ class RedisProbe:
     def __init__(self, keys: Keys, spec: IndexSpec) -> None:
         self.index = keys.index(spec)
         self.dtype = vector_dtype(spec)[1]
+        self.dims = spec.dims
+        self.docs = keys.vector_docs
         self.kept_in = keys.calibration
         # Another graph (other ``m``, ``ef_construction``) needs another breadth.
         build = ",".join(f"{k}={spec.ann[k]}" for k in ("m", "ef_construction") if k in spec.ann)
@@ -91,25 +105,46 @@ class RedisProbe:
         return total_results(reply)
 
     def sample(self, n: int) -> Steps:
-        """Up to ``n`` stored vectors (each document's first) at random positions of the index."""
+        """Up to ``n`` stored vectors (each document's first, of the index's size) of documents
+        drawn at random: keys drawn with ``RANDOMKEY`` (:meth:`_draw`), the rest (a database full
+        of other keys, or ``RANDOMKEY`` refused) by random offsets of the index, one per round."""
         total = yield from self.count()
         if not total:
             return []
-        offsets = random.sample(range(total), min(n, total))
-        calls = [
-            Call(("FT.SEARCH", self.index, "*", "NOCONTENT", "LIMIT", o, 1, "DIALECT", 2))
-            for o in offsets
-        ]
-        docs = [doc for reply in (yield Round(calls)) for doc, _ in _rows(reply)]
+        docs = yield from self._draw(n)
+        offsets = random.sample(range(total), min(n, total)) if len(docs) < n else []
+        for offset in offsets[: n - len(docs)]:
+            call = Call(
+                ("FT.SEARCH", self.index, "*", "NOCONTENT", "LIMIT", offset, 1, "DIALECT", 2)
+            )
+            (reply,) = yield Round([call])
+            docs.update(dict.fromkeys(doc for doc, _ in _rows(reply)))
         if not docs:
             return []
         replies = yield Round([Call(("JSON.GET", doc, "$.e[0]")) for doc in docs])
         out = []
         for reply in replies:
             got = json.loads(text(reply)) if reply is not None else []
-            if got:
+            if got and len(got[0]) == self.dims:
                 out.append([float(x) for x in got[0]])
         return out
+
+    def _draw(self, n: int) -> Steps:
+        """Up to ``n`` distinct vector documents' names among keys drawn with ``RANDOMKEY``, in at
+        most :data:`DRAW_ROUNDS` rounds of :data:`DRAWS` draws per document still wanted (a vector
+        document is one key in two of a store's prefix; other stores' and applications' keys
+        dilute the draws). An error (a user whose ACL denies ``RANDOMKEY``) draws nothing."""
+        docs: dict[str, None] = {}
+        for _ in range(DRAW_ROUNDS):
+            wanted = n - len(docs)
+            if wanted <= 0:
+                break
+            replies = yield Round([Call(("RANDOMKEY",))] * (DRAWS * wanted), check=False)
+            if any(isinstance(r, Exception) for r in replies):
+                break
+            names = (text(r) for r in replies if r is not None)
+            docs.update(dict.fromkeys(d for d in names if d.startswith(self.docs)))
+        return dict.fromkeys(list(docs)[:n])
 
     def query(self, vector: list[float]) -> list[float]:
         """Query vectors are float lists here, as in the store's plans."""
@@ -143,7 +178,11 @@ class RedisProbe:
             )
             for q in queries
         ]
-        return [_hits(reply) for reply in (yield Round(calls))]
+        hits = []
+        for call in calls:  # a round each: see the module docstring
+            (reply,) = yield Round([call])
+            hits.append(_hits(reply))
+        return hits
 
     def exact(self, queries: Sequence[list[float]], k: int) -> Steps:
         """The exact ``k`` nearest documents of each query: a scan of the exact twin, or of the

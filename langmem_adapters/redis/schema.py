@@ -139,7 +139,7 @@ def index_command(keys: Keys, spec: IndexSpec | None, fresh: bool = False) -> tu
         schema += ["$.e[*]", "AS", "e", "VECTOR", algo, len(attrs), *attrs]
         if algo == "HNSW":
             schema += ["$.e[*]", "AS", EXACT_TWIN, "VECTOR", "FLAT", 6, *attrs[:6]]
-        on, prefix = "JSON", f"{keys.prefix}:v:"
+        on, prefix = "JSON", keys.vector_docs
     scan = ("SKIPINITIALSCAN",) if fresh else ()
     # No stop words: the lexical side of a hybrid search matches "a" or "the" like any word.
     words = ("STOPWORDS", 0) if spec is None else ()
