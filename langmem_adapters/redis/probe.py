@@ -113,7 +113,9 @@ class RedisProbe:
             return []
         docs = yield from self._draw(n)
         offsets = random.sample(range(total), min(n, total)) if len(docs) < n else []
-        for offset in offsets[: n - len(docs)]:
+        for offset in offsets:  # n distinct positions: enough whatever the draws found
+            if len(docs) >= n:
+                break
             call = Call(
                 ("FT.SEARCH", self.index, "*", "NOCONTENT", "LIMIT", offset, 1, "DIALECT", 2)
             )

@@ -111,7 +111,7 @@ def test_a_sample_among_many_other_keys_pages_the_index_one_round_each(
         sample = _run(store, _probe(store).sample(15), rounds)
     finally:
         remove()
-    assert len(sample) >= 10 and _stored(sample, 20)
+    assert len(sample) == 15 and _stored(sample, 20)
     assert max(_queries_per_round(rounds)) == 1
     assert any(c.args[0] == "RANDOMKEY" for r in rounds for c in r.calls)
 
