@@ -59,8 +59,12 @@ def texts(n: int, seed: int) -> Iterator[str]:
 
 def index(ann: dict[str, int] | None = None) -> dict[str, Any]:
     """A hybrid index over ``text`` (64-d hashing embeddings), searching with ``ann``."""
-    out: dict[str, Any] = {"dims": 64, "embed": HashEmbeddings(64), "fields": ["text"]}
-    out["hybrid"] = True
+    out: dict[str, Any] = {
+        "dims": 64,
+        "embed": HashEmbeddings(64),
+        "fields": ["text"],
+        "hybrid": True,
+    }
     if ann:
         out["ann_index_config"] = ann
     return out
