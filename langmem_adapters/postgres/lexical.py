@@ -3,7 +3,8 @@ their ``tsvector``, the fusion of its rows with the vector side's, and the backf
 vector rows written before the store was hybrid.
 
 Each vector row (one per indexed text of an item) keeps ``tsv = to_tsvector(text_config, text)``
-beside its embedding, under a GIN index. A query's text is parsed by the same configuration
+beside its embedding, under a GIN index that also holds the row's namespace labels
+(``schema.lexical_words``), so that a search under a prefix reads a word's rows under it only. A query's text is parsed by the same configuration
 (``to_tsvector``, so identifiers, paths and e-mail addresses come out as the same lexemes as in the
 stored texts) and each lexeme is a term. A term is weighted by its rarity, BM25's inverse document
 frequency ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``df`` the number of vector rows holding it
@@ -31,16 +32,18 @@ the fusion.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import SearchOp
 
+from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.hybrid import STOP_WORDS, HybridSpec, clean_query, query_words
 from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
 from langmem_adapters.postgres import sql
-from langmem_adapters.postgres.schema import Tables
+from langmem_adapters.postgres.schema import Tables, lexical_words, ns_words
 from langmem_adapters.postgres.sql import DISTANCE_OPERATOR, LIVE, Round, Statement
 
 __all__ = [
@@ -50,7 +53,9 @@ __all__ = [
     "backfill_plan",
     "lexical_search",
     "lexical_settings",
+    "namespace_shares",
     "needed",
+    "prefix_query",
     "riding",
     "terms_refresh",
     "vector_op",
@@ -74,6 +79,35 @@ SETTINGS = (
     "set_config('enable_sort', 'on', true) || set_config('enable_seqscan', 'off', true)"
 )
 
+#: A namespace word (``schema.ns_words``) more than this share of the rows hold is left out of the
+#: index lookups (the search's namespace condition filters the rows anyway): intersecting a word's
+#: rows with a posting list of nearly every row costs more than it saves (docs/hybrid.md). Any
+#: value gives the same results.
+NS_SHARE = 0.5
+
+
+def prefix_query(prefix: Sequence[str], shares: Mapping[str, float]) -> str | None:
+    """The words of the namespace ``prefix`` (``schema.ns_words``) the index is asked for, as a
+    tsquery's text: those at most ``NS_SHARE`` of the rows hold by ``shares``
+    (``PostgresStats.namespace_shares``; a word it lacks is rarer than any it holds), or ``None``
+    (an empty prefix, or one most rows are under)."""
+    words = [w for w in ns_words(nsp.join(prefix)) if shares.get(w, 0.0) <= NS_SHARE]
+    return " & ".join(_quoted(w) for w in words) or None
+
+
+def _quoted(lexeme: str) -> str:
+    """``lexeme`` as a tsquery operand (the Python of ``_OPERAND``)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def namespace_shares(t: Tables, spec: IndexSpec) -> Statement:
+    """The namespace words in the copy of the word statistics (:func:`terms_refresh`) and the share
+    of the rows holding each: ``(word, share)`` rows."""
+    return Statement(
+        f"SELECT lex, f FROM {t.terms} WHERE tbl = %s AND left(lex, 1) = ' '", [t.vectors(spec)]
+    )
+
+
 # A lexeme as a tsquery operand: quoted, with quotes and backslashes doubled (tsquery's own escape).
 _OPERAND = "(chr(39) || replace(replace(a.lex, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39)) || chr(39))::tsquery"
 
@@ -86,11 +120,13 @@ def lexical_search(
     conditions: tuple[Condition, ...],
     candidates: int,
     qvec: str | None = None,
+    prefix_words: str | None = None,
 ) -> Statement:
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
     (best first, then namespace and key): each row's namespace, key and score, and for the
     ``information`` fusion the item's distance to the query vector ``qvec`` and the query's IDF
-    mass (the same on every row). The fused page's items are read after the fusion
+    mass (the same on every row). ``prefix_words`` (:func:`prefix_query`) narrows the index's
+    lookups to the rows under the prefix. The fused page's items are read after the fusion
     (``postgres.search.items_statement``). Sent after :func:`lexical_settings` or a statement
     :func:`riding` them. The floor is applied by the fusion: the best item is the first row."""
     vt = t.vectors(spec)
@@ -107,7 +143,7 @@ def lexical_search(
         f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, "
         f"{_INFORMATION if hybrid.fusion == 'information' else _IDF} AS w, "
         "u.nss, u.keys FROM counted u, size z WHERE u.df > 0), "
-        f"{_hits_sql(vt, ns_sql)} "
+        f"{_hits_sql(t, vt, ns_sql)} "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
@@ -120,6 +156,7 @@ def lexical_search(
         [
             page,
             hybrid.rare_share,
+            prefix_words,
             clean_query(op.query or ""),
             *ns_params,  # the prefix's condition, in the counted and the hits CTEs
             *ns_params,
@@ -152,14 +189,16 @@ _INFORMATION = "ln(greatest(z.n, u.df) / u.df)"
 
 def _size_sql(vt: str) -> str:
     """The ``size`` row: ``n`` (the vector table's rows), ``known`` (analyzed since it was last
-    emptied) and ``bound`` (``HybridSpec.rare_bound(n, page)``; parameters: the page's end, the
-    rare share). A table analyzed since it was last emptied (``reltuples`` > 0) is sized by the
-    planner's estimate or the live rows the statistics system counted, whichever is larger; its
-    common words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other table (new, or
+    emptied), ``bound`` (``HybridSpec.rare_bound(n, page)``) and ``nsq``, the words of the search's
+    prefix the index is asked for (:func:`prefix_query`; NULL: none); parameters: the page's end,
+    the rare share, ``nsq``. A table analyzed since it was last emptied (``reltuples`` > 0) is sized by the planner's
+    estimate or the live rows the statistics system counted, whichever is larger; its common
+    words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other table (new, or
     truncated: its statistics describe rows that are gone, its live count lags) is counted, up to
     EXACT_SIZE rows, and so is every word: exact answers while the table is young and small."""
     return (
-        "SELECT z.n, z.known, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound FROM "
+        "SELECT z.n, z.known, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound, "
+        "%s::tsquery AS nsq FROM "
         "(SELECT c.reltuples > 0 AS known, CASE WHEN c.reltuples > 0 THEN "
         "greatest(c.reltuples, pg_stat_get_live_tuples(c.oid), 1) ELSE greatest(1, (SELECT "
         f"count(*) FROM (SELECT 1 FROM {vt} LIMIT {EXACT_SIZE}) x)) END::float8 AS n "
@@ -201,22 +240,27 @@ def _counted_sql(t: Tables, vt: str, text_config: str, x_sql: str, stops: bool) 
         "CROSS JOIN LATERAL (SELECT count(*) AS n, array_agg(x.ns) FILTER (WHERE x.inside) AS "
         "nss, array_agg(x.key) FILTER (WHERE x.inside) AS keys FROM (SELECT v.ns, v.key, "
         f"{x_sql} AS inside FROM {vt} v WHERE coalesce(u.known <= z.bound, TRUE) "
-        "AND v.tsv @@ u.q LIMIT CASE WHEN u.known IS NULL THEN z.bound + 1 END) x) c)"
+        f"AND {lexical_words('v')} @@ CASE WHEN u.known IS NULL OR z.nsq IS NULL THEN u.q "
+        "ELSE u.q && z.nsq END LIMIT CASE WHEN u.known IS NULL THEN z.bound + 1 END) x) c)"
     )
 
 
-def _hits_sql(vt: str, v_sql: str) -> str:
+def _hits_sql(t: Tables, vt: str, v_sql: str) -> str:
     """The ``hits`` CTE: each item under the prefix holding a selecting (less common) word, scored
     by the sum of the weights of the words its rows hold (a word counts once per item). A
     selecting word's rows under the prefix were kept when it was counted; every other word is
     tested through the index on the rows holding a selecting word (those words OR-ed into one
     ``tsquery``), so its posting list is never read whole. (Reading the found rows' ``tsv``
-    instead, a 2,000-character text's is stored compressed, was 2.5x slower on LongMemEval.)"""
+    instead, a 2,000-character text's is stored compressed, was 2.5x slower on LongMemEval.) The
+    index is asked for those rows under the search's prefix only (``nsq``, when the prefix is not
+    most of the table), so a namespace search does not read the other namespaces' rows."""
+    words = lexical_words("v")
     return (
         "hits AS (SELECT m.ns, m.key, sum(m.w) AS score FROM (SELECT DISTINCT * FROM "
         "(SELECT r.ns, r.key, s.i, s.w FROM terms s CROSS JOIN LATERAL unnest(s.nss, s.keys) "
         "r(ns, key) WHERE s.selects UNION ALL SELECT v.ns, v.key, c.i, c.w FROM terms c "
-        f"CROSS JOIN LATERAL (SELECT v.ns, v.key FROM {vt} v WHERE v.tsv @@ c.q AND v.tsv @@ "
+        f"CROSS JOIN size z CROSS JOIN LATERAL (SELECT v.ns, v.key FROM {vt} v WHERE {words} @@ "
+        f"CASE WHEN z.nsq IS NULL THEN c.q ELSE c.q && z.nsq END AND {words} @@ "
         "(SELECT string_agg(o.q::text, ' | ')::tsquery FROM terms o WHERE o.selects) "
         f"AND {v_sql} OFFSET 0) v WHERE NOT c.selects) a) m GROUP BY m.ns, m.key)"
     )
@@ -248,7 +292,8 @@ def riding(vector: Statement) -> Statement:
 
 def terms_refresh(t: Tables, spec: IndexSpec) -> Statement:
     """Copy the vector table's common words and the share of its rows holding each (ANALYZE's
-    ``most_common_elems`` of ``tsv``) into ``t.terms``, unless the copy is of its latest ANALYZE
+    ``most_common_elems`` of ``tsv``, and of its lexical index for the namespace prefixes' words,
+    ``schema.ns_word``) into ``t.terms``, unless the copy is of its latest ANALYZE
     already: one statement that a hybrid store's searches send about once a minute, so that the
     lexical side looks each query word up by key instead of reading and scanning the statistics
     array (measured 0.25 ms of a 0.5 ms lexical statement at 10k rows). Under a try-lock, so
@@ -273,8 +318,9 @@ def terms_refresh(t: Tables, spec: IndexSpec) -> Statement:
             INSERT INTO {t.terms} (tbl, lex, f)
                 SELECT '{vt}', s.e, s.f FROM pg_stats p, unnest(p.most_common_elems::text::text[],
                     p.most_common_elem_freqs) s(e, f)
-                WHERE p.schemaname = current_schema() AND p.tablename = '{vt}'
-                    AND p.attname = 'tsv' AND s.e IS NOT NULL AND s.e <> ''
+                WHERE p.schemaname = current_schema() AND s.e IS NOT NULL AND s.e <> ''
+                    AND (p.tablename = '{vt}' AND p.attname = 'tsv'
+                         OR p.tablename = '{vt}_lex_idx' AND left(s.e, 1) = ' ')
                 UNION ALL SELECT '{vt}', '', at;
         EXCEPTION WHEN OTHERS THEN
             RETURN;

@@ -12,7 +12,7 @@ unscored tail of a short page). :func:`put_if_absent_plan` is the atomic create.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -29,7 +29,9 @@ from langmem_adapters.postgres.fusion import Fused, Scored, fuse_rows, scored_ro
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
+    namespace_shares,
     needed,
+    prefix_query,
     riding,
     terms_refresh,
     vector_op,
@@ -70,14 +72,16 @@ Refresh = dict[tuple[str, str], None]
 
 
 class _Prepared(NamedTuple):
-    """What a batch needs before its first read: query vectors, put vectors, search sizes."""
+    """What a batch needs before its first read: query vectors, put vectors, search sizes, and the
+    namespace words' shares of the rows (``PostgresStats.namespace_shares``)."""
 
     queries: dict[str, str]  # vector literal by query text
     vectors: ItemVectors
     sizes: Sizes
+    namespace_shares: Mapping[str, float]
 
 
-_NOTHING = _Prepared({}, {}, Sizes())
+_NOTHING = _Prepared({}, {}, Sizes(), {})
 
 
 @dataclass
@@ -171,12 +175,13 @@ def _prepare(t: Tables, spec: IndexSpec, batch: Batch, stats: PostgresStats) -> 
     vectors = yield from write_vectors(t, spec, batch.writes)
     if queries and spec.hybrid is not None and stats.lexicon.stale():
         # The lexical side's copy of the word statistics, renewed about once a minute.
-        yield Round([terms_refresh(t, spec)], writes=True)
+        _, shares = yield Round([terms_refresh(t, spec), namespace_shares(t, spec)], writes=True)
+        stats.namespace_shares = dict(shares)
         stats.lexicon.mark()
     sizes = Sizes()
     if queries and spec.kind != "exact":
         sizes = yield from search_sizes(t, spec, batch.searches, stats, list(queries.values()))
-    return _Prepared(queries, vectors, sizes)
+    return _Prepared(queries, vectors, sizes, stats.namespace_shares)
 
 
 def _read_round(t: Tables, spec: IndexSpec | None, batch: Batch, prepared: _Prepared) -> _Reads:
@@ -219,7 +224,8 @@ def _vector_reads(
         else:
             statements.append(lexical_settings())
         candidates = spec.hybrid.candidates(op.offset, op.limit)
-        statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates, qvec))
+        words = prefix_query(op.namespace_prefix, prepared.namespace_shares)
+        statements.append(lexical_search(t, spec, spec.hybrid, op, conds, candidates, qvec, words))
         found.lexical_at = len(statements) - 1
     return found
 

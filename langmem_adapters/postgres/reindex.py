@@ -133,7 +133,7 @@ class PostgresReindex:
             # Filled: build the ANN index once, now (not row by row during the fill), as bulk loads do.
             shadow = self.shadow.vectors(self.target)
             if self.target.hybrid is not None:
-                yield Round([Statement(lexical_index_ddl(shadow), fetch=False)])
+                yield Round([Statement(d, fetch=False) for d in lexical_index_ddl(shadow)])
             yield from build_index_plan(shadow, self.target, analyze=(self.t.store,))
             return None
         statements = yield from self._embed_rows(rows)

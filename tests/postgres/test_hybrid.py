@@ -14,10 +14,12 @@ import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_adapters import HashEmbeddings
+from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.hybrid import fuse
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
 from langmem_adapters.postgres.connection import Connections, Session
-from langmem_adapters.postgres.lexical import lexical_search, riding
+from langmem_adapters.postgres.lexical import NS_SHARE, lexical_search, prefix_query, riding
+from langmem_adapters.postgres.schema import NS_WORD_CHARS, ns_words, ns_words_sql
 from langmem_adapters.postgres.sql import Round, Statement
 from tests import servers
 from tests.postgres.wire import traced
@@ -58,7 +60,7 @@ def test_rows_keep_their_tsvector_with_the_vector(conn: Any, prefix: str) -> Non
     got = tsv(conn, table)
     assert got[("k", "text")] == "'48213':2 'order':1 'shipped':3"
     assert got[("k", "tags[*].0")] == "'altname':4 'cert':3 'err':1 'tls':2"
-    gin = f"{table}_tsv_idx"
+    gin = f"{table}_lex_idx"
     assert conn.execute("SELECT to_regclass(%s)", [gin]).fetchone()[0] is not None
     # A changed text gets a new tsvector in the same put; a field no longer indexed loses its row.
     store.put(("a",), "k", {"text": "Order 55555 lost"})
@@ -74,7 +76,7 @@ def test_a_non_hybrid_store_pays_nothing(conn: Any, prefix: str) -> None:
     store.put(("a",), "k", {"text": "Order 48213 shipped"})
     table = f"{prefix}_vectors_vector64"
     assert tsv(conn, table) == {("k", "text"): None}
-    assert conn.execute("SELECT to_regclass(%s)", [f"{table}_tsv_idx"]).fetchone()[0] is None
+    assert conn.execute("SELECT to_regclass(%s)", [f"{table}_lex_idx"]).fetchone()[0] is None
     with traced(conn) as trace:
         store.put(("a",), "k2", {"text": "Order 1 shipped"})
         store.search(("a",), query="order 48213")
@@ -141,6 +143,19 @@ def test_setup_fills_tables_made_before_hybrid(conn: Any, prefix: str) -> None:
     assert before == after
 
 
+def test_setup_replaces_the_index_of_tsv_alone(conn: Any, prefix: str) -> None:
+    """Hybrid stores before 2026-12-05 indexed ``tsv`` alone; setup builds the index of the words
+    and the namespaces' words in its place."""
+    store_of(conn, prefix).put(("a", "b"), "k", {"text": "Order 48213 shipped"})
+    table = f"{prefix}_vectors_vector64"
+    conn.execute(f"DROP INDEX {table}_lex_idx")
+    conn.execute(f"CREATE INDEX {table}_tsv_idx ON {table} USING gin (tsv)")
+    store = store_of(conn, prefix)
+    assert conn.execute("SELECT to_regclass(%s)", [f"{table}_tsv_idx"]).fetchone() == (None,)
+    assert conn.execute("SELECT to_regclass(%s)", [f"{table}_lex_idx"]).fetchone() != (None,)
+    assert [r.key for r in store.search(("a", "b"), query="48213", limit=1)] == ["k"]
+
+
 def test_reindex_and_restore_keep_the_lexical_side(conn: Any, prefix: str) -> None:
     store = store_of(conn, prefix)
     store.batch(
@@ -152,7 +167,7 @@ def test_reindex_and_restore_keep_the_lexical_side(conn: Any, prefix: str) -> No
     expected = conn.execute("SELECT to_tsvector('simple', 'ticket T-4242 closed')::text")
     assert tsv(conn, new_table)[("id", "text")] == expected.fetchone()[0]
     assert None not in tsv(conn, new_table).values()
-    assert conn.execute("SELECT to_regclass(%s)", [f"{new_table}_tsv_idx"]).fetchone()[0]
+    assert conn.execute("SELECT to_regclass(%s)", [f"{new_table}_lex_idx"]).fetchone()[0]
     assert [r.key for r in store.search(("a",), query="T-4242", limit=1)] == ["id"]
     copy = PostgresStore(conn, index=index(), table_prefix=prefix + "c")  # type: ignore[arg-type]
     copy.setup()
@@ -326,6 +341,7 @@ def test_searches_copy_the_word_statistics_of_the_latest_analyze(conn: Any, pref
         conn.execute(f"SELECT lex, f FROM {store.tables.terms} WHERE tbl = %s", [vt]).fetchall()
     )
     assert copied["alpha"] == pytest.approx(1.0) and copied["note"] == pytest.approx(1.0)
+    assert copied[" a"] == pytest.approx(1.0)  # the namespace's word, from the lexical index
     assert "" in copied  # the epoch of the ANALYZE copied: the next refresh copies nothing
 
 
@@ -383,3 +399,61 @@ def test_the_lexical_settings_ride_in_a_vector_statement_even_without_rows(
             )
         )
     assert rows == [] and settings == [("force_generic_plan", "off", "on")]
+
+
+#: Namespaces whose labels a tsquery must quote with care, one long enough to be cut.
+AWKWARD = [
+    ("it's", "a\\b", "two words", "ü-ñ"),
+    ("x" * 600, "y"),
+    ("top", "o'r:*|&!()", "leaf"),
+]
+
+
+@pytest.mark.parametrize("namespace", AWKWARD)
+def test_namespace_words_are_the_same_in_python_and_sql(conn: Any, namespace: Any) -> None:
+    text = nsp.join(namespace)
+    (got,) = conn.execute(f"SELECT {ns_words_sql('%s')}", [text]).fetchone()
+    assert got == ns_words(text)
+    assert all(len(w) <= NS_WORD_CHARS + 1 for w in got)
+    for cut in range(1, len(namespace) + 1):  # a prefix's words are every namespace's under it
+        assert set(ns_words(nsp.join(namespace[:cut]))) <= set(got)
+
+
+def test_prefix_words_leave_out_those_most_rows_hold() -> None:
+    shares = {" top": 0.9, " leaf": NS_SHARE}
+    assert prefix_query(("top", "o'r:*|&!()", "leaf"), shares) == "' o''r:*|&!()' & ' leaf'"
+    assert prefix_query(("top",), shares) is None
+    assert prefix_query((), {}) is None
+    assert prefix_query(("a\\b",), {}) == "' a\\\\b'"
+
+
+@pytest.mark.parametrize("namespace", AWKWARD)
+def test_a_search_under_a_prefix_reads_its_words_through_the_index(
+    conn: Any, prefix: str, namespace: Any
+) -> None:
+    """Under a prefix the index is asked for the rows of the prefix's words (``prefix_query``): a
+    common word then adds its weight to the item holding it there (were the words the client sends
+    not the index's, no row would match and both items would score the rare word alone)."""
+    store = store_of(conn, prefix, hybrid={"vector_weight": 0.0, "fusion": "relative"})
+    store.batch(
+        [
+            PutOp(namespace, "a-rare", {"text": "zebra"}),
+            PutOp(namespace, "b-both", {"text": "zebra common"}),
+        ]
+        + [PutOp(("other", f"u{i}"), f"o{i}", {"text": f"common {i}"}) for i in range(40)]
+    )
+    spec = store.index_spec
+    assert spec is not None and spec.hybrid is not None
+    for scope in (namespace, namespace[:1]):
+        words = prefix_query(scope, {})
+        assert words is not None
+        op = SearchOp(scope, None, 10, 0, "zebra common")
+        statement = lexical_search(store.tables, spec, spec.hybrid, op, (), 20, None, words)
+        with conn.transaction():
+            rows = conn.execute(statement.sql, statement.params).fetchall()
+        assert [r[1] for r in rows] == ["b-both", "a-rare"]
+        assert rows[0][2] > rows[1][2]
+        assert [r.key for r in store.search(scope, query="zebra common", limit=2)] == [
+            "b-both",
+            "a-rare",
+        ]
