@@ -32,6 +32,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import psycopg
@@ -108,49 +109,58 @@ def _load(store: BaseStore, puts: Sequence[PutOp]) -> None:
         store.batch(list(puts[start : start + 500]))
 
 
-def postgres_stores(dsn: str, puts: Sequence[PutOp], fixed: bool = False) -> list[BaseStore]:
+def postgres_stores(
+    stack: ExitStack, dsn: str, puts: Sequence[PutOp], fixed: bool = False
+) -> list[BaseStore]:
     """A vector-only and a hybrid ``PostgresStore`` on fresh tables, loaded and analyzed (as
     autovacuum would, soon after a load); ``fixed``: then both searching as the hybrid store
-    calibrated itself to (``retrieval_stores.fixed_search``)."""
+    calibrated itself to (``retrieval_stores.fixed_search``). Each closes with ``stack``, its
+    background calibration stopped before the server is."""
     stores: list[BaseStore] = []
-    opened: list[tuple[psycopg.Connection[Any], str]] = []
+    prefixes: list[str] = []
     for hybrid in (False, True):
-        conn = psycopg.connect(dsn, autocommit=True)
         prefix = f"bh_{uuid.uuid4().hex[:8]}"
-        store = PostgresStore(conn, index=_index(hybrid), table_prefix=prefix)  # type: ignore[arg-type]
+        store = stack.enter_context(
+            PostgresStore.from_conn_string(dsn, index=_index(hybrid), table_prefix=prefix)  # type: ignore[arg-type]
+        )
         store.setup()
         with store.bulk_load():
             _load(store, puts)
-        conn.execute(f"ANALYZE {prefix}_vectors_vector{DIMS}")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"ANALYZE {prefix}_vectors_vector{DIMS}")
         stores.append(store)
-        opened.append((conn, prefix))
+        prefixes.append(prefix)
     if not fixed:
         return stores
     ann = fixed_search(stores[1])
     return [
-        PostgresStore(conn, index=_index(hybrid, ann), table_prefix=prefix)  # type: ignore[arg-type]
-        for (conn, prefix), hybrid in zip(opened, (False, True))
+        stack.enter_context(
+            PostgresStore.from_conn_string(dsn, index=_index(hybrid, ann), table_prefix=prefix)  # type: ignore[arg-type]
+        )
+        for prefix, hybrid in zip(prefixes, (False, True))
     ]
 
 
 def redis_stores(
-    url: str, puts: Sequence[PutOp], mode: str, fixed: bool = False
+    stack: ExitStack, url: str, puts: Sequence[PutOp], mode: str, fixed: bool = False
 ) -> list[BaseStore]:
     """A vector-only and a hybrid ``RedisStore`` (``mode``) on fresh prefixes, loaded; ``fixed``:
-    then both searching as the hybrid store calibrated itself to."""
-    client = redis.Redis.from_url(url)
+    then both searching as the hybrid store calibrated itself to. Each closes with ``stack``."""
+    client = stack.enter_context(redis.Redis.from_url(url))
     stores: list[RedisStore] = []
     for hybrid in (False, True):
         prefix = f"bh{uuid.uuid4().hex[:8]}"
         store = RedisStore(client, index=_index(hybrid), prefix=prefix, mode=mode)  # type: ignore[arg-type]
+        stores.append(stack.enter_context(store))
         store.setup()
         _load(store, puts)
-        stores.append(store)
     if not fixed:
         return list(stores)
     ann = fixed_search(stores[1])
     return [
-        RedisStore(client, index=_index(hybrid, ann), prefix=s.keys.prefix, mode=mode)  # type: ignore[arg-type]
+        stack.enter_context(
+            RedisStore(client, index=_index(hybrid, ann), prefix=s.keys.prefix, mode=mode)  # type: ignore[arg-type]
+        )
         for s, hybrid in zip(stores, (False, True))
     ]
 
@@ -216,16 +226,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {}
     for backend in args.backends.split(","):
         chosen = asked
-        if backend == "postgres":
-            stores = postgres_stores(resolve_dsn(args.dsn), puts, args.fixed_search)
-        elif backend == "redis":
-            stores = redis_stores(resolve_url(args.url), puts, "query_engine", args.fixed_search)
-        elif backend == "redis-plain":
-            stores = redis_stores(resolve_url(args.plain_url, modules=False), puts, "plain")
-            chosen = asked[: max(2, args.plain_queries)]  # each search reads every item
-        else:
-            raise SystemExit(f"unknown backend {backend!r}")
-        results[backend] = measure(stores, chosen, runs)
+        with ExitStack() as stack:
+            if backend == "postgres":
+                stores = postgres_stores(stack, resolve_dsn(args.dsn), puts, args.fixed_search)
+            elif backend == "redis":
+                url = resolve_url(args.url)
+                stores = redis_stores(stack, url, puts, "query_engine", args.fixed_search)
+            elif backend == "redis-plain":
+                url = resolve_url(args.plain_url, modules=False)
+                stores = redis_stores(stack, url, puts, "plain")
+                chosen = asked[: max(2, args.plain_queries)]  # each search reads every item
+            else:
+                raise SystemExit(f"unknown backend {backend!r}")
+            results[backend] = measure(stores, chosen, runs)
         for scope, r in results[backend].items():
             print(
                 f"{backend:>11} {scope:>6}: vector {r['vector_ms']:.2f} ms, "
