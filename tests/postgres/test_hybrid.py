@@ -145,7 +145,8 @@ def test_setup_fills_tables_made_before_hybrid(conn: Any, prefix: str) -> None:
 
 def test_setup_replaces_the_index_of_tsv_alone(conn: Any, prefix: str) -> None:
     """Hybrid stores before 2026-12-05 indexed ``tsv`` alone; setup builds the index of the words
-    and the namespaces' words in its place."""
+    and the namespaces' words in its place, and analyzes the table (a table no write changes would
+    not be again, and the namespace words' shares come from the index's statistics)."""
     store_of(conn, prefix).put(("a", "b"), "k", {"text": "Order 48213 shipped"})
     table = f"{prefix}_vectors_vector64"
     conn.execute(f"DROP INDEX {table}_lex_idx")
@@ -154,6 +155,11 @@ def test_setup_replaces_the_index_of_tsv_alone(conn: Any, prefix: str) -> None:
     assert conn.execute("SELECT to_regclass(%s)", [f"{table}_tsv_idx"]).fetchone() == (None,)
     assert conn.execute("SELECT to_regclass(%s)", [f"{table}_lex_idx"]).fetchone() != (None,)
     assert [r.key for r in store.search(("a", "b"), query="48213", limit=1)] == ["k"]
+    # The table was analyzed with its new index: the search copied the namespace words' shares.
+    copied = conn.execute(
+        f"SELECT lex FROM {store.tables.terms} WHERE left(lex, 1) = ' ' ORDER BY lex"
+    ).fetchall()
+    assert copied == [(" a",), (" b",)]
 
 
 def test_reindex_and_restore_keep_the_lexical_side(conn: Any, prefix: str) -> None:
