@@ -15,6 +15,7 @@ Examples::
     python benchmarks/bench_hybrid.py                  # 10,000 memories, 200 queries
     python benchmarks/bench_hybrid.py --backends postgres,redis,redis-plain --json out.json
     python benchmarks/bench_hybrid.py --fixed-search   # both stores at one calibrated search
+    python benchmarks/bench_hybrid.py --texts zipf --n 300000 --backends postgres  # ordinary words
 
 Servers: ``--dsn`` / ``LANGMEM_BENCH_POSTGRES_DSN`` (else an embedded PostgreSQL), ``--url`` /
 ``LANGMEM_BENCH_REDIS_URL`` and ``--plain-url`` / ``LANGMEM_BENCH_REDIS_PLAIN_URL`` (else local
@@ -42,6 +43,7 @@ from langgraph.store.base import BaseStore, PutOp
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks import bench_calibration_stall as stall
 from benchmarks.bench_postgres import resolve_dsn
 from benchmarks.bench_redis import resolve_url
 from benchmarks.retrieval_stores import fixed_search
@@ -82,20 +84,28 @@ def memory(rng: random.Random) -> str:
     return rng.choice(TEMPLATES).format(**fill)
 
 
-def workload(n: int, queries: int) -> tuple[list[PutOp], list[tuple[tuple[str, ...], str]]]:
-    """``n`` memories spread over the users, and ``queries`` questions made of four words of a
-    random memory, every other one in its user's namespace, the others across all users."""
+def workload(
+    n: int, queries: int, kind: str = "templated"
+) -> tuple[list[PutOp], list[tuple[tuple[str, ...], str]]]:
+    """``n`` memories spread over the users, and ``queries`` questions, every other one in a user's
+    namespace, the others across all users. ``templated``: the memories of :func:`memory`, each
+    question four words of a random one; ``zipf``: 30 words each drawn by Zipf's law from a
+    20,000-word vocabulary (``bench_calibration_stall.texts``), each question 8 such words: ordinary
+    words, many of them held by up to 2% of the memories, where the lexical side reads most."""
     rng = random.Random(7)
-    texts = [memory(rng) for _ in range(n)]
+    texts = list(stall.texts(n, 1)) if kind == "zipf" else [memory(rng) for _ in range(n)]
     puts = [
         PutOp(("memories", USERS[j % len(USERS)]), f"m{j}", {"text": t})
         for j, t in enumerate(texts)
     ]
     asked: list[tuple[tuple[str, ...], str]] = []
     for i in range(queries):
-        words = texts[rng.randrange(n)].split()
-        q = " ".join(rng.sample(words, k=min(4, len(words))))
-        asked.append((("memories", rng.choice(USERS)) if i % 2 == 0 else (), f"what about {q}?"))
+        if kind == "zipf":
+            q = " ".join(rng.choices(stall.VOCABULARY, stall.ZIPF, k=8))
+        else:
+            words = texts[rng.randrange(n)].split()
+            q = f"what about {' '.join(rng.sample(words, k=min(4, len(words))))}?"
+        asked.append((("memories", rng.choice(USERS)) if i % 2 == 0 else (), q))
     return puts, asked
 
 
@@ -208,6 +218,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--plain-url", help="Redis URL for redis-plain (default: local)")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument(
+        "--texts",
+        choices=("templated", "zipf"),
+        default="templated",
+        help="the memories and questions (see workload)",
+    )
+    p.add_argument(
         "--fixed-search",
         action="store_true",
         help="both stores search as the hybrid one calibrated itself to (each store's own "
@@ -221,8 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = args.n or (2_000 if args.quick else 10_000)
     queries = args.queries or (20 if args.quick else 200)
     runs = 1 if args.quick else args.runs
-    puts, asked = workload(n, queries)
-    print(f"{n} memories in {len(USERS)} namespaces, {queries} queries, best of {runs}, limit 10")
+    puts, asked = workload(n, queries, args.texts)
+    print(
+        f"{n} {args.texts} memories in {len(USERS)} namespaces, {queries} queries, best of {runs}, "
+        "limit 10"
+    )
     results: dict[str, Any] = {}
     for backend in args.backends.split(","):
         chosen = asked
@@ -246,7 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"n": n, "queries": queries, "runs": runs, "results": results}, f, indent=2)
+            json.dump(
+                {"n": n, "texts": args.texts, "queries": queries, "runs": runs, "results": results},
+                f,
+                indent=2,
+            )
     return 0
 
 
