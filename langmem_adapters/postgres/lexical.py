@@ -4,9 +4,9 @@ vector rows written before the store was hybrid.
 
 Each vector row (one per indexed text of an item) keeps ``tsv = to_tsvector(text_config, text)``
 beside its embedding, under a GIN index that also holds the row's namespace labels
-(``schema.lexical_words``), so that a search under a prefix reads a word's rows under it only. A query's text is parsed by the same configuration
-(``to_tsvector``, so identifiers, paths and e-mail addresses come out as the same lexemes as in the
-stored texts) and each lexeme is a term. A term is weighted by its rarity, BM25's inverse document
+(``schema.lexical_words``), so that a search under a prefix reads a word's rows under it only. A
+query's text is parsed by the same configuration (``to_tsvector``, so identifiers, paths and e-mail
+addresses come out as the same lexemes as in the stored texts) and each lexeme is a term. A term is weighted by its rarity, BM25's inverse document
 frequency ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``df`` the number of vector rows holding it
 and ``N`` the table's rows. A common word's ``df`` is its share of the rows in the table's ANALYZE
 statistics, copied by :func:`terms_refresh` into a keyed table; any other word's is counted on the
@@ -143,7 +143,7 @@ def lexical_search(
         f"terms AS MATERIALIZED (SELECT u.i, u.q, u.df <= z.bound AS selects, "
         f"{_INFORMATION if hybrid.fusion == 'information' else _IDF} AS w, "
         "u.nss, u.keys FROM counted u, size z WHERE u.df > 0), "
-        f"{_hits_sql(t, vt, ns_sql)} "
+        f"{_hits_sql(vt, ns_sql)} "
         # Each hit's item by its primary key, best hits first, until ``candidates`` items pass
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
@@ -191,11 +191,12 @@ def _size_sql(vt: str) -> str:
     """The ``size`` row: ``n`` (the vector table's rows), ``known`` (analyzed since it was last
     emptied), ``bound`` (``HybridSpec.rare_bound(n, page)``) and ``nsq``, the words of the search's
     prefix the index is asked for (:func:`prefix_query`; NULL: none); parameters: the page's end,
-    the rare share, ``nsq``. A table analyzed since it was last emptied (``reltuples`` > 0) is sized by the planner's
-    estimate or the live rows the statistics system counted, whichever is larger; its common
-    words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other table (new, or
-    truncated: its statistics describe rows that are gone, its live count lags) is counted, up to
-    EXACT_SIZE rows, and so is every word: exact answers while the table is young and small."""
+    the rare share, ``nsq``. A table analyzed since it was last emptied (``reltuples`` > 0) is
+    sized by the planner's estimate or the live rows the statistics system counted, whichever is
+    larger; its common words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other table
+    (new, or truncated: its statistics describe rows that are gone, its live count lags) is
+    counted, up to EXACT_SIZE rows, and so is every word: exact answers while the table is young
+    and small."""
     return (
         "SELECT z.n, z.known, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound, "
         "%s::tsquery AS nsq FROM "
@@ -245,7 +246,7 @@ def _counted_sql(t: Tables, vt: str, text_config: str, x_sql: str, stops: bool) 
     )
 
 
-def _hits_sql(t: Tables, vt: str, v_sql: str) -> str:
+def _hits_sql(vt: str, v_sql: str) -> str:
     """The ``hits`` CTE: each item under the prefix holding a selecting (less common) word, scored
     by the sum of the weights of the words its rows hold (a word counts once per item). A
     selecting word's rows under the prefix were kept when it was counted; every other word is
@@ -292,9 +293,9 @@ def riding(vector: Statement) -> Statement:
 
 def terms_refresh(t: Tables, spec: IndexSpec) -> Statement:
     """Copy the vector table's common words and the share of its rows holding each (ANALYZE's
-    ``most_common_elems`` of ``tsv``, and of its lexical index for the namespace prefixes' words,
-    ``schema.ns_word``) into ``t.terms``, unless the copy is of its latest ANALYZE
-    already: one statement that a hybrid store's searches send about once a minute, so that the
+    ``most_common_elems`` of ``tsv``, and of its lexical index for the namespaces' words,
+    ``schema.ns_words``) into ``t.terms``, unless the copy is of its latest ANALYZE already: one
+    statement that a hybrid store's searches send about once a minute, so that the
     lexical side looks each query word up by key instead of reading and scanning the statistics
     array (measured 0.25 ms of a 0.5 ms lexical statement at 10k rows). Under a try-lock, so
     concurrent stores copy once; any failure (a read-only server, say) leaves the old copy, which
