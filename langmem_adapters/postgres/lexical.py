@@ -193,10 +193,9 @@ def _size_sql(vt: str) -> str:
     prefix the index is asked for (:func:`prefix_query`; NULL: none); parameters: the page's end,
     the rare share, ``nsq``. A table analyzed since it was last emptied (``reltuples`` > 0) is
     sized by the planner's estimate or the live rows the statistics system counted, whichever is
-    larger; its common words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other table
-    (new, or truncated: its statistics describe rows that are gone, its live count lags) is
-    counted, up to EXACT_SIZE rows, and so is every word: exact answers while the table is young
-    and small."""
+    larger; its common words' shares come from ``t.terms`` (:func:`terms_refresh`). Any other
+    table (new, or truncated: its statistics describe rows that are gone, its live count lags) is
+    counted, up to EXACT_SIZE rows, and so is every word: exact while young and small."""
     return (
         "SELECT z.n, z.known, greatest(1, %s::float8, floor(%s * z.n))::bigint AS bound, "
         "%s::tsquery AS nsq FROM "
