@@ -299,21 +299,56 @@ def test_small_prefixes_are_searched_exactly_and_large_ones_through_the_index(ds
                 r.key for r in store.search(("small",), query="w1 w2", limit=40, offset=offset)
             ]
         assert sorted(seen) == sorted(str(i) for i in range(150))
-        for _ in range(6):  # psycopg prepares a statement on its 5th run
+        # psycopg prepares a statement on its 5th run; the server plans its first 5 runs each.
+        for _ in range(12):
             store.search(("small",), query="w1", limit=5)
             store.search(("big",), query="w1", limit=5)
         conn = store.conn
         assert isinstance(conn, psycopg.Connection)
-        statements = [r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
-        # The small namespace: a scan the ANN index cannot serve ("+ 0"), kept as a generic plan;
-        # the large one: the ANN settings, then the index query.
-        assert any("+ 0, v.ns, v.key LIMIT" in s for s in statements)
-        assert any("hnsw.ef_search" in s for s in statements)
+        prepared = conn.execute(
+            "SELECT statement, generic_plans FROM pg_prepared_statements"
+        ).fetchall()
+        # The small namespace: a scan ordered outside a fenced subquery (which the ANN index
+        # cannot serve), kept as a generic plan; the large one: the ANN settings, then the index.
+        scans = [g for s, g in prepared if "OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT" in s]
+        assert scans and all(g > 0 for g in scans)
+        assert any("hnsw.ef_search" in s for s, _ in prepared)
         assert len(store.search(("big",), query="w1 w2", limit=10)) == 10
     with pytest.raises(ValueError, match="exact_below"):
         PostgresStore(
             psycopg.connect(dsn), index={**hash_index(), "ann_index_config": {"exact_below": -1}}
         )  # type: ignore[typeddict-item]
+
+
+def test_a_prefix_holding_most_vectors_is_scanned_with_the_cheap_namespace_test(dsn: str) -> None:
+    """An exact search under a prefix holding half of the vectors or more tests each row's
+    namespace without checking a label's end by character (the cheaper test), and still keeps out
+    a namespace whose label only starts like the prefix's, however near its vectors."""
+    dims = 32
+    emb = HashEmbeddings(dims)
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(100)]
+    big = [" ".join(rng.sample(words, 5)) for _ in range(600)]
+    index = hash_index(dims=dims, fields=["text"], ann_index_config={"exact_below": 5000})
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch([PutOp(("big", str(i % 3)), str(i), {"text": t}) for i, t in enumerate(big)])
+        store.batch([PutOp(("bigx",), f"x{i}", {"text": "w1 w2 w3"}) for i in range(100)])
+        store.batch([PutOp(("small",), f"s{i}", {"text": "w4 w5"}) for i in range(300)])
+        matrix = np.array(emb.embed_documents(big))
+        for _ in range(12):  # prepared on the 5th run, then its plan kept or not
+            for query in ("w1 w2 w3", "w4 w5 w6", "w7"):
+                want, _ = _exact_top(matrix, np.array(emb.embed_query(query)), 10)
+                got = store.search(("big",), query=query, limit=10)
+                assert len(got) == 10 and {int(r.key) for r in got} <= want, query
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection)
+        scans = [
+            s
+            for (s,) in conn.execute("SELECT statement FROM pg_prepared_statements")
+            if "OFFSET 0) v ORDER BY v.d" in s
+        ]
+        assert scans and all("substr(" not in s for s in scans)
 
 
 def test_large_and_small_prefixes_fill_their_pages(dsn: str) -> None:
@@ -335,7 +370,8 @@ def test_large_and_small_prefixes_fill_their_pages(dsn: str) -> None:
         store.setup()
         for ns, rows in texts.items():
             store.batch([PutOp((ns,), str(i), {"text": t}) for i, t in enumerate(rows)])
-        for _ in range(6):  # psycopg prepares a statement on its 5th run
+        # psycopg prepares a statement on its 5th run; the server plans its first 5 runs each.
+        for _ in range(12):
             for ns, rows in texts.items():
                 want, _ = _exact_top(
                     np.array(emb.embed_documents(rows)), np.array(emb.embed_query("w1 w2")), 10
@@ -381,7 +417,8 @@ def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
         conn = store.conn
         assert isinstance(conn, psycopg.Connection)
         conn.execute("ANALYZE")
-        for _ in range(6):  # psycopg prepares a statement on its 5th run
+        # psycopg prepares a statement on its 5th run; the server plans its first 5 runs each.
+        for _ in range(12):
             for prefix in ((), ("v",)):  # global (settings in the query) and under a prefix
                 assert len(store.search(prefix, query="note word3", limit=10)) == 10
         prepared = conn.execute(
@@ -414,7 +451,8 @@ def test_ann_search_sets_its_breadth_for_its_own_round_only(dsn: str) -> None:
         conn = store.conn
         assert isinstance(conn, psycopg.Connection)
         conn.execute("SET hnsw.ef_search = 1")  # alone, the scan would stop after one row
-        for _ in range(6):  # psycopg prepares a statement on its 5th run
+        # psycopg prepares a statement on its 5th run; the server plans its first 5 runs each.
+        for _ in range(12):
             assert len(store.search((), query="note w3", limit=10)) == 10
         assert store.index_spec is not None
         qvec = "[" + ",".join(["0.1"] * DIMS) + "]"
