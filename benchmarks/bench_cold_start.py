@@ -17,7 +17,10 @@ which is then closed. Then:
 4. **speed**: that instance against the official store (at its defaults, and the official Postgres
    store also at equal recall: ``hnsw.ef_search`` raised up ``bench_vectors.EF_LADDER`` until its recall comes
    within 0.005 of ours, else an exact scan), per scope, in turns of 0.1 s
-   (:meth:`benchmarks.bench_postgres.Runner.rates`).
+   (:meth:`benchmarks.bench_postgres.Runner.rates`). With ``--settled`` the instance first measures
+   again on the queries it has served (``calibrate()``: the check a store serving real queries runs
+   once it has seen 100 distinct ones, which replaces the first measurement's synthetic queries), so
+   the speed is that of a store in use rather than of one just restarted.
 
 ``--line`` measures instead where an exact scan costs what the index costs at the cold breadth (the
 ``COLD`` constants of ``postgres/search.py`` and ``redis/search.py``): our store searching the same
@@ -292,7 +295,9 @@ def wait_measured(store: BaseStore, timeout: float) -> str:
     return repr(stats)
 
 
-def measure(runner: bench.Runner, backend: Backend, corpus: Corpus, wait: float) -> Row:
+def measure(
+    runner: bench.Runner, backend: Backend, corpus: Corpus, wait: float, settled: bool = False
+) -> Row:
     data = corpus.data
     row = Row(backend.name, corpus.name, len(data.vectors), len(data.queries))
     with backend.session(), backend.official(data) as official:
@@ -308,6 +313,9 @@ def measure(runner: bench.Runner, backend: Backend, corpus: Corpus, wait: float)
                 row.stats[phase] = wait_measured(ours, wait)
                 print(f"  {phase}: {summary(row.first[phase])}; {row.stats[phase]}", flush=True)
                 if phase == "after restart":
+                    if settled:
+                        row.stats["settled"] = repr(ours.calibrate())  # type: ignore[attr-defined]
+                        print(f"  settled: {row.stats['settled']}", flush=True)
                     speed(runner, backend, corpus, ours, official, row)
     return row
 
@@ -454,6 +462,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=100, help="queries (random, text)")
     p.add_argument("--questions", type=int, default=None, help="LongMemEval questions (a slice)")
     p.add_argument("--wait", type=float, default=60.0, help="most seconds to wait for calibration")
+    p.add_argument(
+        "--settled",
+        action="store_true",
+        help="time our store once it measured again on the queries it served (calibrate())",
+    )
     p.add_argument("--line", action="store_true", help="measure the exact-scan line instead")
     p.add_argument("--quick", action="store_true", help="N=2000, 20 queries, random only (CI)")
     p.add_argument("--json", dest="json_path", default=None, help="write the rows to this file")
@@ -496,7 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for corpus in corpora(args, sizes):
         for backend in backends:
             print(f"[{backend.name}] {corpus.name}, {len(corpus.item_ns):,} items ...", flush=True)
-            rows.append(measure(runner, backend, corpus, args.wait))
+            rows.append(measure(runner, backend, corpus, args.wait, args.settled))
             if args.json_path:  # so far, in case a later measurement is interrupted
                 with open(args.json_path, "w") as fh:
                     json.dump([asdict(r) for r in rows], fh, indent=1)

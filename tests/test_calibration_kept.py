@@ -16,6 +16,7 @@ from langmem_adapters.core.calibration import (
     GROWTH,
     MIN_INTERVAL,
     QUERIES,
+    SAMPLE,
     SPOT_EVERY,
     Calibrator,
     Cold,
@@ -144,7 +145,9 @@ def test_doubled_distinct_queries_trigger_a_measurement() -> None:
     cal.observe(queries[-1:], N)
     assert woken == [1]
     m = drive(cal.check(probe), lambda r: r)
-    assert m is not None and m.real == QUERIES and cal.distinct == 2 * QUERIES
+    # The reservoir holds 200 distinct queries now: the measurement samples all of them.
+    assert m is not None and m.real == m.queries == SAMPLE == 2 * QUERIES
+    assert cal.distinct == 2 * QUERIES
 
 
 def test_drifting_queries_trigger_a_measurement_a_steady_mix_does_not() -> None:
