@@ -217,7 +217,8 @@ class Shape(Enum):
     #: live items: exact, pooled here.
     SCAN = "scan"
     #: As ``SCAN`` under a prefix holding half of the vectors or more: a scan of the table, each
-    #: row's namespace tested the cheaper way (planned per call; 3.2 against 4.8 ms, 10,000 128-d).
+    #: row's namespace tested the cheaper way, one the planner estimates (so a prepared statement
+    #: may be planned per call: little against the scan; 3.2 against 4.8 ms, 10,000 128-d).
     BROAD_SCAN = "broad scan"
     #: The ANN index's nearest vectors under the prefix, then their live items.
     NEAREST = "nearest"
