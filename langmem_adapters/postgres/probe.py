@@ -56,11 +56,12 @@ class PostgresProbe:
         return vec_literal(vector)
 
     def exact(self, queries: Sequence[str], k: int) -> Steps[list[list[Hit]]]:
-        """The exact ``k`` nearest rows of each query, by the store's scan: ordered outside a
-        fenced subquery, which keeps the index out of the plan and computes each distance once."""
+        """The exact ``k`` nearest rows of each query, as the store scans the table under a prefix
+        holding it (``Shape.WHOLE_SCAN``): ordered outside a fenced subquery (no index, each
+        distance computed once), ties by namespace and key, so ``exact_ms`` is what users wait."""
         sql = (
             f"SELECT * FROM (SELECT v.ns, v.key, v.field, {self.dist} AS d FROM {self.table} v "
-            f"OFFSET 0) v ORDER BY v.d LIMIT {int(k)}"
+            f"OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT {int(k)}"
         )
         rows = yield Round([Statement(sql, [q]) for q in queries])
         return _hits(rows)

@@ -351,6 +351,42 @@ def test_a_prefix_holding_most_vectors_is_scanned_with_the_cheap_namespace_test(
         assert scans and all("substr(" not in s for s in scans)
 
 
+@pytest.mark.parametrize("outsiders", [5, 15])
+def test_a_prefix_holding_every_vector_is_scanned_without_a_namespace_test(
+    dsn: str, outsiders: int
+) -> None:
+    """An exact search under a prefix that held every vector at the last count scans the table
+    with no namespace test and tests the prefix on the nearest rows: vectors written outside it
+    since (nearer the query than any inside) never reach the page, which stays full and exact,
+    whether the scan's window still holds a page of the prefix's items (5) or not (15)."""
+    dims = 32
+    emb = HashEmbeddings(dims)
+    rng = random.Random(9)
+    words = [f"w{i}" for i in range(100)]
+    big = [" ".join(rng.sample(words, 5)) for _ in range(600)]
+    index = hash_index(dims=dims, fields=["text"], ann_index_config={"exact_below": 5000})
+    matrix = np.array(emb.embed_documents(big))
+    query = "w1 w2 w3"
+    want, _ = _exact_top(matrix, np.array(emb.embed_query(query)), 10)
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        store.batch([PutOp(("big", str(i % 3)), str(i), {"text": t}) for i, t in enumerate(big)])
+        first = store.search(("big",), query=query, limit=10)  # counts: the prefix holds all
+        store.batch([PutOp(("bigx",), f"x{i}", {"text": query}) for i in range(outsiders)])
+        for _ in range(7):  # prepared on the 5th run
+            got = store.search(("big",), query=query, limit=10)
+            assert [r.key for r in got] == [r.key for r in first]
+            assert len(got) == 10 and {int(r.key) for r in got} <= want
+        conn = store.conn
+        assert isinstance(conn, psycopg.Connection)
+        scans = [
+            s
+            for (s,) in conn.execute("SELECT statement FROM pg_prepared_statements")
+            if "OFFSET 0) v ORDER BY v.d" in s
+        ]
+        assert scans and all("v WHERE TRUE OFFSET 0" in s for s in scans)
+
+
 def test_large_and_small_prefixes_fill_their_pages(dsn: str) -> None:
     """A prefix holding most of the vectors (without pgvector's iterative scan) and a smaller one
     above ``exact_below`` (with it) both return full pages of the true nearest items, also when the
