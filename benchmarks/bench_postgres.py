@@ -44,11 +44,9 @@ from psycopg.conninfo import make_conninfo
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from langmem_adapters.core.vectors import search_breadth
 from langmem_adapters.embeddings import HashEmbeddings
 from langmem_adapters.postgres import PostgresStore as OursStore
 from langmem_adapters.postgres import embedded_dsn
-from langmem_adapters.postgres.search import EF_SEARCH
 
 Namespace = tuple[str, ...]
 Item = tuple[Namespace, str, dict[str, Any]]
@@ -530,17 +528,20 @@ def phase_vectors(
             qps, recalls = vector_search(runner, stores, data, matrix, queries, scoped)
             metric = "vector search (in namespace)" if scoped else "vector search (global)"
             out[metric], rec[metric] = qps, recalls
-        official = stores["official"]
+        official, ours = stores["official"], stores["ours"]
         if isinstance(official, OfficialStore) and isinstance(official.conn, psycopg.Connection):
             # The official store sets no ef_search (pgvector's default 40 gives it a lower recall):
-            # the same search with ours' breadth on its session compares the two at equal recall.
-            ef = search_breadth(len(data.items), EF_SEARCH)
-            official.conn.execute(f"SET hnsw.ef_search = {ef}")
+            # the same search as ours, at the breadth our calibration chose (or exactly where it
+            # chose an exact scan), on its session compares the two at equal effort.
+            stats = ours.vector_stats() if isinstance(ours, OursStore) else None
+            breadth = stats.breadth if stats is not None else None
+            setting = f"hnsw.ef_search = {breadth}" if breadth else "enable_indexscan = off"
+            official.conn.execute(f"SET {setting}")
             metric = EQUAL_EF
             out[metric], rec[metric] = vector_search(
                 runner, stores, data, matrix, queries, False, metric
             )
-            official.conn.execute("RESET hnsw.ef_search")
+            official.conn.execute("RESET ALL")
 
         def put(store: BaseStore, i: int) -> None:
             ns = data.namespaces[i % len(data.namespaces)]
@@ -614,7 +615,7 @@ def phase_recall_100k(runner: Runner, base_dsn: str, n: int) -> dict[str, float]
 # --------------------------------------------------------------------------- reporting
 
 
-EQUAL_EF = "vector search (global, official at our ef_search)"
+EQUAL_EF = "vector search (global, official at our breadth)"
 
 
 def median_results(runs: list[Results]) -> Results:
