@@ -55,7 +55,8 @@ __all__ = [
 #: search scans exactly up to this many vectors, and above at pgvector's widest ``ef_search``.
 #: Measured (``bench_cold_start.py --line``, standard-normal 256-d, our global search both ways on
 #: the same table): the scan serves 1.7x / 1.2x / 1.3x the searches of HNSW at 1000 at 5k / 10k /
-#: 20k vectors, 0.8x at 50k.
+#: 20k vectors, 0.8x at 50k; again 2026-12-05 (the scan of ``Shape.WHOLE_SCAN``): 0.90x / 1.04x at
+#: 10k / 20k, 0.81x at 50k.
 COLD = Cold(exact_up_to=20_000, breadth=1000)
 
 
@@ -219,14 +220,11 @@ class Shape(Enum):
     #: The nearest vectors under a small prefix by a scan of its range (no ANN index), then their
     #: live items: exact, pooled here.
     SCAN = "scan"
-    #: As ``SCAN`` under a prefix holding half of the vectors or more: a scan of the table, each
-    #: row's namespace tested the cheaper way, one the planner estimates (so a prepared statement
-    #: may be planned per call: little against the scan; 3.2 against 4.8 ms, 10,000 128-d).
+    #: As ``SCAN`` under a prefix holding half of the vectors or more, each row's namespace tested
+    #: the cheaper way the planner estimates (3.2 against 4.8 ms over 10,000 128-d vectors).
     BROAD_SCAN = "broad scan"
-    #: As ``SCAN`` under a prefix holding every vector by the last counts (a global search under a
-    #: root label): a scan of the table with no namespace test, the prefix tested on the nearest
-    #: rows only; a row from outside it (written since the counts) leaves the pool short, and the
-    #: search exact (2.6 against 3.2 ms, 10,000 128-d).
+    #: As ``SCAN`` under a prefix holding every vector by the last counts: no namespace test in the
+    #: scan (2.6 ms), only on the nearest rows; a row from outside it leaves the pool short.
     WHOLE_SCAN = "whole scan"
     #: The ANN index's nearest vectors under the prefix, then their live items.
     NEAREST = "nearest"
@@ -272,13 +270,14 @@ def vector_search(
         page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
         found = compose(f"SELECT {columns}, min(", dist, ") AS d", _joined(t, spec, op, conditions))
         return [compose(found, "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key", page).statement()]
-    if shape is Shape.WHOLE_SCAN:
+    if shape is Shape.WHOLE_SCAN:  # the prefix tested on the nearest rows' items only
+        found = _nearest_items(t, spec, columns, dist, Sql("TRUE"), rows, scan=True)
         on_rows = Sql(*ns_condition("s.ns", op.namespace_prefix, estimable=True))
-        return [_nearest_items(t, spec, columns, dist, Sql("TRUE"), rows, True, on_rows)]
+        return [compose(found, "AND", on_rows).statement()]
     if shape in (Shape.SCAN, Shape.BROAD_SCAN):
         estimable = shape is Shape.BROAD_SCAN
         where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=estimable))
-        return [_nearest_items(t, spec, columns, dist, where, rows, scan=True)]
+        return [_nearest_items(t, spec, columns, dist, where, rows, scan=True).statement()]
     steer = "" if shape is Shape.FILTERED else _STEER_TO_INDEX
     iterative = "off" if shape is Shape.BROAD else "relaxed_order"
     settings = compose("SELECT", _ann_settings(spec, ef, rows, iterative), steer).statement()
@@ -290,7 +289,7 @@ def vector_search(
     # is part of the text: with it a parameter, a generic plan would expect a tenth of the
     # vectors back and hash-join them with a scan of every item.
     where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True))
-    return [settings, _nearest_items(t, spec, columns, dist, where, rows)]
+    return [settings, _nearest_items(t, spec, columns, dist, where, rows).statement()]
 
 
 # An unfiltered ANN search is kept on the index, in one generic plan: with sorts allowed, a global
@@ -319,47 +318,22 @@ def _ann_settings(spec: IndexSpec, ef: int, rows: int, iterative: str) -> Sql:
 
 
 def _nearest_items(
-    t: Tables,
-    spec: IndexSpec,
-    columns: str,
-    dist: Sql,
-    where: Sql,
-    rows: int,
-    scan: bool = False,
-    on_rows: Sql | None = None,
-) -> Statement:
-    """The nearest ``rows`` vectors (``where``), then those of their live items passing ``on_rows``
-    (``columns`` with the distance): through the ANN index, or with ``scan`` by a scan of
-    ``where``'s range."""
-    if scan:
-        # Ordered outside a fenced subquery ("OFFSET 0"): an order the ANN index cannot serve, so
-        # the plan is a scan that a prepared statement keeps (generic) without planning per call,
-        # and each distance is computed once (ordering by the distance expression computed it
-        # twice: 10% of a scan of 10,000 128-d vectors, docs/benchmarks.md). Ties are broken as
-        # the page is ordered, so a cut through equal distances is consistent.
-        nearest = compose(
-            "SELECT v.ns, v.key, v.d FROM (SELECT v.ns, v.key,",
-            dist,
-            f"AS d FROM {t.vectors(spec)} v WHERE",
-            where,
-            f"OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT {int(rows)}",
-        )
+    t: Tables, spec: IndexSpec, cols: str, dist: Sql, where: Sql, rows: int, scan: bool = False
+) -> Sql:
+    """The nearest ``rows`` vectors (``where``), through the ANN index or with ``scan`` by a scan,
+    then their live items' ``cols`` with the distance."""
+    vectors = compose("SELECT v.ns, v.key,", dist, f"AS d FROM {t.vectors(spec)} v WHERE", where)
+    if scan:  # ordered outside a fenced subquery: no index, each distance computed once (-10%);
+        # ties broken as the page is ordered, so a cut through equal distances is consistent
+        order = f"OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT {int(rows)}"
+        nearest = compose("SELECT * FROM (", vectors, order)
     else:
-        nearest = compose(
-            "SELECT v.ns, v.key,",
-            dist,
-            f"AS d FROM {t.vectors(spec)} v WHERE",
-            where,
-            "ORDER BY",
-            dist,
-            f"LIMIT {int(rows)}",
-        )
-    found = compose(
-        f"SELECT {columns}, c.d FROM (",
+        nearest = compose(vectors, "ORDER BY", dist, f"LIMIT {int(rows)}")
+    return compose(
+        f"SELECT {cols}, c.d FROM (",
         nearest,
         f") c JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
     )
-    return (found if on_rows is None else compose(found, "AND", on_rows)).statement()
 
 
 def _joined(t: Tables, spec: IndexSpec, op: SearchOp, conditions: tuple[Condition, ...]) -> Sql:
