@@ -18,8 +18,8 @@ from langmem_adapters.postgres.connection import (
     Session,
 )
 from langmem_adapters.postgres.schema import Tables, ann_index_name
-from langmem_adapters.postgres.search import DISTANCE_OPERATOR
-from langmem_adapters.postgres.sql import Answer, Round, Statement, vec_literal
+from langmem_adapters.postgres.search import DISTANCE_OPERATOR, scanned
+from langmem_adapters.postgres.sql import Answer, Round, Sql, Statement, vec_literal
 
 __all__ = ["PostgresProbe", "async_calibration_session", "calibration_session"]
 
@@ -56,14 +56,12 @@ class PostgresProbe:
         return vec_literal(vector)
 
     def exact(self, queries: Sequence[str], k: int) -> Steps[list[list[Hit]]]:
-        """The exact ``k`` nearest rows of each query, as the store scans the table under a prefix
-        holding it (``Shape.WHOLE_SCAN``): ordered outside a fenced subquery (no index, each
-        distance computed once), ties by namespace and key, so ``exact_ms`` is what users wait."""
-        sql = (
-            f"SELECT * FROM (SELECT v.ns, v.key, v.field, {self.dist} AS d FROM {self.table} v "
-            f"OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT {int(k)}"
-        )
-        rows = yield Round([Statement(sql, [q]) for q in queries])
+        """The exact ``k`` nearest rows of each query, by the store's own scan of the whole table
+        (:func:`~langmem_adapters.postgres.search.scanned`, as under a prefix holding it,
+        ``Shape.WHOLE_SCAN``), so ``exact_ms`` is what users wait."""
+        every, columns = Sql("TRUE"), "v.ns, v.key, v.field"
+        scans = [scanned(self.table, Sql(self.dist, [q]), every, k, columns) for q in queries]
+        rows = yield Round([scan.statement() for scan in scans])
         return _hits(rows)
 
     def ann(self, queries: Sequence[str], k: int, breadth: int) -> Steps[list[list[Hit]]]:

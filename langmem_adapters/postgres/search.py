@@ -46,6 +46,7 @@ __all__ = [
     "items_statement",
     "plain_search",
     "pool_candidates",
+    "scanned",
     "search_sizes",
     "unscored_search",
     "vector_search",
@@ -322,18 +323,23 @@ def _nearest_items(
 ) -> Sql:
     """The nearest ``rows`` vectors (``where``), through the ANN index or with ``scan`` by a scan,
     then their live items' ``cols`` with the distance."""
-    vectors = compose("SELECT v.ns, v.key,", dist, f"AS d FROM {t.vectors(spec)} v WHERE", where)
-    if scan:  # ordered outside a fenced subquery: no index, each distance computed once (-10%);
-        # ties broken as the page is ordered, so a cut through equal distances is consistent
-        order = f"OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT {int(rows)}"
-        nearest = compose("SELECT * FROM (", vectors, order)
-    else:
-        nearest = compose(vectors, "ORDER BY", dist, f"LIMIT {int(rows)}")
+    vt, limit = t.vectors(spec), f"LIMIT {int(rows)}"
+    indexed = compose("SELECT v.ns, v.key,", dist, f"AS d FROM {vt} v WHERE", where, "ORDER BY")
+    nearest = scanned(vt, dist, where, rows) if scan else compose(indexed, dist, limit)
     return compose(
         f"SELECT {cols}, c.d FROM (",
         nearest,
         f") c JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
     )
+
+
+def scanned(table: str, dist: Sql, where: Sql, rows: int, columns: str = "v.ns, v.key") -> Sql:
+    """The ``rows`` nearest vectors of ``table`` under ``where`` by a scan (``columns`` and ``d``):
+    ordered outside a fenced subquery, so no index serves it and each distance is computed once
+    (-10%); ties broken as a page is ordered, so a cut through equal distances is consistent."""
+    vectors = compose(f"SELECT {columns},", dist, f"AS d FROM {table} v WHERE", where)
+    order = f"OFFSET 0) v ORDER BY v.d, v.ns, v.key LIMIT {int(rows)}"
+    return compose("SELECT * FROM (", vectors, order)
 
 
 def _joined(t: Tables, spec: IndexSpec, op: SearchOp, conditions: tuple[Condition, ...]) -> Sql:
