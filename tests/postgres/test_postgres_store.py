@@ -274,6 +274,19 @@ def _exact_top(matrix: np.ndarray, q: np.ndarray, k: int) -> tuple[set[int], flo
     return {int(i) for i in np.flatnonzero(scores >= kth - 1e-6)}, kth
 
 
+def _texts(seed: int, n: int = 600) -> list[str]:
+    """``n`` texts of 5 words out of 100 (``w0`` ... ``w99``), seeded."""
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(100)]
+    return [" ".join(rng.sample(words, 5)) for _ in range(n)]
+
+
+def _prepared_scans(conn: psycopg.Connection[Any]) -> list[str]:
+    """The prepared statements of exact scans (``search.scanned``) on ``conn``."""
+    prepared = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+    return [s for (s,) in prepared if "OFFSET 0) v ORDER BY v.d" in s]
+
+
 def test_small_prefixes_are_searched_exactly_and_large_ones_through_the_index(dsn: str) -> None:
     dims = 32
     emb = HashEmbeddings(dims)
@@ -326,9 +339,7 @@ def test_a_prefix_holding_most_vectors_is_scanned_with_the_cheap_namespace_test(
     a namespace whose label only starts like the prefix's, however near its vectors."""
     dims = 32
     emb = HashEmbeddings(dims)
-    rng = random.Random(5)
-    words = [f"w{i}" for i in range(100)]
-    big = [" ".join(rng.sample(words, 5)) for _ in range(600)]
+    big = _texts(5)
     index = hash_index(dims=dims, fields=["text"], ann_index_config={"exact_below": 5000})
     with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
         store.setup()
@@ -341,13 +352,8 @@ def test_a_prefix_holding_most_vectors_is_scanned_with_the_cheap_namespace_test(
                 want, _ = _exact_top(matrix, np.array(emb.embed_query(query)), 10)
                 got = store.search(("big",), query=query, limit=10)
                 assert len(got) == 10 and {int(r.key) for r in got} <= want, query
-        conn = store.conn
-        assert isinstance(conn, psycopg.Connection)
-        scans = [
-            s
-            for (s,) in conn.execute("SELECT statement FROM pg_prepared_statements")
-            if "OFFSET 0) v ORDER BY v.d" in s
-        ]
+        assert isinstance(store.conn, psycopg.Connection)
+        scans = _prepared_scans(store.conn)
         assert scans and all("substr(" not in s for s in scans)
 
 
@@ -361,9 +367,7 @@ def test_a_prefix_holding_every_vector_is_scanned_without_a_namespace_test(
     whether the scan's window still holds a page of the prefix's items (5) or not (15)."""
     dims = 32
     emb = HashEmbeddings(dims)
-    rng = random.Random(9)
-    words = [f"w{i}" for i in range(100)]
-    big = [" ".join(rng.sample(words, 5)) for _ in range(600)]
+    big = _texts(9)
     index = hash_index(dims=dims, fields=["text"], ann_index_config={"exact_below": 5000})
     matrix = np.array(emb.embed_documents(big))
     query = "w1 w2 w3"
@@ -377,13 +381,8 @@ def test_a_prefix_holding_every_vector_is_scanned_without_a_namespace_test(
             got = store.search(("big",), query=query, limit=10)
             assert [r.key for r in got] == [r.key for r in first]
             assert len(got) == 10 and {int(r.key) for r in got} <= want
-        conn = store.conn
-        assert isinstance(conn, psycopg.Connection)
-        scans = [
-            s
-            for (s,) in conn.execute("SELECT statement FROM pg_prepared_statements")
-            if "OFFSET 0) v ORDER BY v.d" in s
-        ]
+        assert isinstance(store.conn, psycopg.Connection)
+        scans = _prepared_scans(store.conn)
         assert scans and all("v WHERE TRUE OFFSET 0" in s for s in scans)
 
 
