@@ -45,7 +45,6 @@ from langmem_adapters.postgres.search import (
     get_statement,
     items_statement,
     plain_search,
-    pool_candidates,
     search_sizes,
     unscored_search,
     vector_search,
@@ -294,16 +293,15 @@ def _scored_pages(
 def _vector_candidates(
     t: Tables, spec: IndexSpec, s: _Search, rows: list[Any]
 ) -> Steps[Sequence[Sequence[Any]]]:
-    """A vector search's page (or a hybrid search's vector side) from its rows: the page itself
-    (``EXACT``), else the candidates pooled, or the exact query when they ran short."""
+    """A vector search's page (or a hybrid search's vector side) from its rows, or from the exact
+    query when the nearest vectors ran short."""
     assert s.qvec is not None
     vop = vector_op(spec, s.op)
     got: Sequence[Sequence[Any]] = rows[s.at]
     if s.shape is Shape.EXACT:
         return got
-    pooled = pool_candidates(got)
-    if len(pooled) >= needed(vop):
-        return pooled[vop.offset : vop.offset + vop.limit]
+    if len(got) >= needed(vop):
+        return got[vop.offset :]
     # The ANN window (or the iterative scan's budget) ran short for this filter or page: answer
     # exactly, so a page is never short while more matches exist.
     exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT)

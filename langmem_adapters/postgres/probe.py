@@ -19,7 +19,7 @@ from langmem_adapters.postgres.connection import (
 )
 from langmem_adapters.postgres.schema import Tables, ann_index_name
 from langmem_adapters.postgres.search import DISTANCE_OPERATOR, scanned
-from langmem_adapters.postgres.sql import Answer, Round, Sql, Statement, vec_literal
+from langmem_adapters.postgres.sql import TRUE, Answer, Round, Sql, Statement, vec_literal
 
 __all__ = ["PostgresProbe", "async_calibration_session", "calibration_session"]
 
@@ -59,7 +59,7 @@ class PostgresProbe:
         """The exact ``k`` nearest rows of each query, by the store's own scan of the whole table
         (:func:`~langmem_adapters.postgres.search.scanned`, as under a prefix holding it,
         ``Shape.WHOLE_SCAN``), so ``exact_ms`` is what users wait."""
-        every, columns = Sql("TRUE"), "v.ns, v.key, v.field"
+        every, columns = TRUE, "v.ns, v.key, v.field"
         scans = [scanned(self.table, Sql(self.dist, [q]), every, k, columns) for q in queries]
         rows = yield Round([scan.statement() for scan in scans])
         return _hits(rows)

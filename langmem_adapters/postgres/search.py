@@ -1,12 +1,12 @@
 """The read statements of the Postgres stores: gets, plain and vector searches (with the table
-sizes that choose between an exact scan and the ANN index, and the pooling of ANN candidates).
+sizes that choose between an exact scan and the ANN index).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from langgraph.store.base import GetOp, SearchOp
 
@@ -23,10 +23,10 @@ from langmem_adapters.postgres.sql import (
     KEY,
     KEY_COLUMNS,
     LIVE,
+    TRUE,
     Round,
     Sql,
     Statement,
-    VectorRow,
     compose,
     filter_sql,
     ns_condition,
@@ -45,7 +45,6 @@ __all__ = [
     "get_statement",
     "items_statement",
     "plain_search",
-    "pool_candidates",
     "scanned",
     "search_sizes",
     "unscored_search",
@@ -216,10 +215,10 @@ class Shape(Enum):
     """The SQL shape of a vector search: how its rows are read."""
 
     #: Every vector under the prefix whose item passes the filters, each item's nearest, paged in
-    #: SQL: exact. An exact index, a small prefix with filters, and the fallback of a short pool.
+    #: SQL: exact. An exact index, a small prefix with filters, and the fallback of a short page.
     EXACT = "exact"
     #: The nearest vectors under a small prefix by a scan of its range (no ANN index), then their
-    #: live items: exact, pooled here.
+    #: live items: exact.
     SCAN = "scan"
     #: As ``SCAN`` under a prefix holding half of the vectors or more, each row's namespace tested
     #: the cheaper way the planner estimates (3.2 against 4.8 ms over 10,000 128-d vectors).
@@ -259,11 +258,11 @@ def vector_search(
     shape: Shape,
     ef: int = 0,
 ) -> list[Statement]:
-    """The statements of ``op``'s vector search in ``shape`` (``ITEM_COLUMNS`` and the distance;
-    its rows come back from the last one): the page itself for ``EXACT``, else ``vector_rows(spec,
-    op)`` candidate vectors to pool (``pool_candidates``). A hybrid store's vector side names its
-    items only (``KEY_COLUMNS``): the fused page's are read after the fusion. ``ef``: the HNSW
-    breadth of the ANN shapes (``Sizes.ef``)."""
+    """The statements of ``op``'s vector search in ``shape``, its rows (``ITEM_COLUMNS`` and the
+    distance) from the last one: for ``EXACT`` the page, else the items up to the page's end
+    (fewer where the nearest ``vector_rows(spec, op)`` vectors ran short). A hybrid store's vector
+    side names its items only (``KEY_COLUMNS``): the fused page's are read after the fusion.
+    ``ef``: the HNSW breadth of the ANN shapes (``Sizes.ef``)."""
     dist = Sql(f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})", [qvec])
     rows = vector_rows(spec, op)
     columns = (ITEM_COLUMNS if spec.hybrid is None else KEY_COLUMNS).format(a="s")
@@ -271,26 +270,26 @@ def vector_search(
         page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
         found = compose(f"SELECT {columns}, min(", dist, ") AS d", _joined(t, spec, op, conditions))
         return [compose(found, "GROUP BY s.ns, s.key ORDER BY d, s.ns, s.key", page).statement()]
+    cut, vt = op.offset + op.limit, t.vectors(spec)
     if shape is Shape.WHOLE_SCAN:  # the prefix tested on the nearest rows' items only
-        found = _nearest_items(t, spec, columns, dist, Sql("TRUE"), rows, scan=True)
-        on_rows = Sql(*ns_condition("s.ns", op.namespace_prefix, estimable=True))
-        return [compose(found, "AND", on_rows).statement()]
+        on_items = Sql(*ns_condition("s.ns", op.namespace_prefix, estimable=True))
+        found = _page_items(t, columns, scanned(vt, dist, TRUE, rows), cut, on_items)
+        return [found.statement()]
     if shape in (Shape.SCAN, Shape.BROAD_SCAN):
         estimable = shape is Shape.BROAD_SCAN
         where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=estimable))
-        return [_nearest_items(t, spec, columns, dist, where, rows, scan=True).statement()]
+        return [_page_items(t, columns, scanned(vt, dist, where, rows), cut).statement()]
     steer = "" if shape is Shape.FILTERED else _STEER_TO_INDEX
     iterative = "off" if shape is Shape.BROAD else "relaxed_order"
     settings = compose("SELECT", _ann_settings(spec, ef, rows, iterative), steer).statement()
     if shape is Shape.FILTERED:
-        found = compose(f"SELECT {columns},", dist, "AS d", _joined(t, spec, op, conditions))
-        return [settings, compose(found, "ORDER BY", dist, Sql("LIMIT %s", [rows])).statement()]
-    # Nothing to filter on the items: take the nearest vectors first and read only their items
-    # (a live check can drop some; a short pool then falls back to the exact query). The LIMIT
-    # is part of the text: with it a parameter, a generic plan would expect a tenth of the
-    # vectors back and hash-join them with a scan of every item.
+        found = compose("SELECT v.ns, v.key,", dist, "AS d", _joined(t, spec, op, conditions))
+        nearest = compose(found, "ORDER BY", dist, Sql("LIMIT %s", [rows]))
+        return [settings, _page_items(t, columns, nearest, cut).statement()]
+    # Nothing to filter on the items: the nearest vectors first, then only their items (a live
+    # check can drop some: a short page then falls back to the exact query).
     where = Sql(*ns_condition("v.ns", op.namespace_prefix, estimable=True))
-    return [settings, _nearest_items(t, spec, columns, dist, where, rows).statement()]
+    return [settings, _page_items(t, columns, _indexed(vt, dist, where, rows), cut).statement()]
 
 
 # An unfiltered ANN search is kept on the index, in one generic plan: with sorts allowed, a global
@@ -318,18 +317,25 @@ def _ann_settings(spec: IndexSpec, ef: int, rows: int, iterative: str) -> Sql:
     )
 
 
-def _nearest_items(
-    t: Tables, spec: IndexSpec, cols: str, dist: Sql, where: Sql, rows: int, scan: bool = False
-) -> Sql:
-    """The nearest ``rows`` vectors (``where``), through the ANN index or with ``scan`` by a scan,
-    then their live items' ``cols`` with the distance."""
-    vt, limit = t.vectors(spec), f"LIMIT {int(rows)}"
-    indexed = compose("SELECT v.ns, v.key,", dist, f"AS d FROM {vt} v WHERE", where, "ORDER BY")
-    nearest = scanned(vt, dist, where, rows) if scan else compose(indexed, dist, limit)
+def _indexed(table: str, dist: Sql, where: Sql, rows: int) -> Sql:
+    """The ``rows`` nearest vectors of ``table`` under ``where`` through the ANN index. The LIMIT
+    is text: as a parameter, a generic plan would expect a tenth of the vectors back."""
+    found = compose("SELECT v.ns, v.key,", dist, f"AS d FROM {table} v WHERE", where, "ORDER BY")
+    return compose(found, dist, f"LIMIT {int(rows)}")
+
+
+def _page_items(t: Tables, cols: str, nearest: Sql, page: int, on_items: Sql = TRUE) -> Sql:
+    """The first ``page`` live items (passing ``on_items``) of the ``nearest`` vectors, ``cols``
+    and the distance: each item once, at its nearest vector. Cut on the server, so only the page's
+    values are read: LongMemEval's 2 KB rounds, 8% / 12% faster in a namespace / globally."""
+    pooled = compose("SELECT n.ns, n.key, min(n.d) AS d FROM (", nearest, ") n GROUP BY 1, 2")
     return compose(
         f"SELECT {cols}, c.d FROM (",
-        nearest,
-        f") c JOIN {t.store} s ON s.ns = c.ns AND s.key = c.key WHERE {LIVE.format(a='s')}",
+        pooled,
+        f") c CROSS JOIN LATERAL (SELECT * FROM {t.store} s WHERE s.ns = c.ns AND s.key = c.key "
+        f"AND {LIVE.format(a='s')} AND",
+        on_items,
+        f"OFFSET 0) s ORDER BY c.d, c.ns, c.key LIMIT {int(page)}",
     )
 
 
@@ -353,16 +359,6 @@ def _joined(t: Tables, spec: IndexSpec, op: SearchOp, conditions: tuple[Conditio
         f"AND {LIVE.format(a='s')} AND",
         Sql(*filter_sql(conditions, "s.value")),
     )
-
-
-def pool_candidates(rows: Sequence[Sequence[Any]]) -> list[VectorRow]:
-    """Best (smallest-distance) row per item, best first: one result per item however many vectors."""
-    best: dict[tuple[str, str], VectorRow] = {}
-    for row in map(VectorRow._make, rows):
-        k = (row.ns, row.key)
-        if k not in best or row.distance < best[k].distance:
-            best[k] = row
-    return sorted(best.values(), key=lambda r: (r.distance, r.ns, r.key))
 
 
 def unscored_search(

@@ -28,6 +28,7 @@ __all__ = [
     "KEY",
     "KEY_COLUMNS",
     "LIVE",
+    "TRUE",
     "Answer",
     "ItemRow",
     "Request",
@@ -66,6 +67,10 @@ class Sql(NamedTuple):
     def statement(self, *, fetch: bool = True) -> Statement:
         """This fragment as a whole statement."""
         return Statement(self.text, list(self.params), fetch)
+
+
+#: A condition every row passes.
+TRUE = Sql("TRUE")
 
 
 def compose(*parts: Sql | str) -> Sql:
