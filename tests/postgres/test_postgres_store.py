@@ -13,6 +13,7 @@ import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_adapters import HashEmbeddings
+from langmem_adapters.core.filters import parse_filter
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, embedded_store
 from langmem_adapters.postgres.connection import Connections, Session
@@ -470,11 +471,9 @@ def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
         conn.execute("RESET plan_cache_mode")
 
 
-@pytest.mark.parametrize("shape", [Shape.SCAN, Shape.BROAD_SCAN, Shape.WHOLE_SCAN, Shape.NEAREST])
-def test_unfiltered_vector_search_returns_only_its_page_each_item_once(
-    dsn: str, shape: Shape
-) -> None:
-    """An unfiltered vector search's statement sends the page's items only, each once at its
+@pytest.mark.parametrize("shape", [s for s in Shape if s is not Shape.EXACT])
+def test_vector_search_returns_only_its_page_each_item_once(dsn: str, shape: Shape) -> None:
+    """A vector search's statement (but ``EXACT``'s) sends the page's items only, each once at its
     nearest vector (items here have two vectors each, both near the query), nearest first: the
     candidate vectors are pooled and cut on the server, so no other item's value is read."""
     index = {**hash_index(fields=["text", "title"]), "ann_index_config": ANN_ALWAYS}
@@ -482,13 +481,17 @@ def test_unfiltered_vector_search_returns_only_its_page_each_item_once(
         store.setup()
         texts = _texts(5, 60)
         store.batch(
-            [PutOp(("p",), f"k{i}", {"text": t, "title": t + " x"}) for i, t in enumerate(texts)]
+            [
+                PutOp(("p",), f"k{i}", {"text": t, "title": f"{t} x", "n": 1})
+                for i, t in enumerate(texts)
+            ]
         )
         assert store.index_spec is not None
         spec, emb = store.index_spec, HashEmbeddings(DIMS)
         qvec = "[" + ",".join(map(str, emb.embed_query(texts[7]))) + "]"
         op = SearchOp(("p",), None, 4, 1, texts[7])
-        *settings, st = _vector_search(store.tables, spec, op, (), qvec, shape, 100)
+        conditions = parse_filter({"n": 1}) if shape is Shape.FILTERED else ()
+        *settings, st = _vector_search(store.tables, spec, op, conditions, qvec, shape, 100)
         with Session(Connections(store.conn)) as execute:  # type: ignore[arg-type]
             *_, rows = execute(Round([*settings, st]))
         matrix = np.array(emb.embed_documents([f"{t} x" for t in texts] + texts))
