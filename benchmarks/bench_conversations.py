@@ -41,6 +41,7 @@ Examples::
     python benchmarks/bench_conversations.py              # the full set (a few minutes)
     python benchmarks/bench_conversations.py --backends postgres --json out.json
     python benchmarks/bench_conversations.py --data locomo
+    python benchmarks/bench_conversations.py --backends postgres --text-config english  # stemming
 
 Without the data (no network to PyPI, a different file) it says why and exits 0. Servers:
 ``--dsn`` / ``LANGMEM_BENCH_POSTGRES_DSN``, ``--url`` / ``LANGMEM_BENCH_REDIS_URL`` (else local
@@ -62,6 +63,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -245,10 +247,18 @@ def episodic_ranker(store: BaseStore, data: Collection) -> Ranker:
 
 
 def backend_modes(
-    backend: str, server: str, embed: Precomputed, data: Collection, modes: Sequence[str]
+    backend: str,
+    server: str,
+    embed: Precomputed,
+    data: Collection,
+    modes: Sequence[str],
+    text_config: str | None = None,
 ) -> Iterator[tuple[str, Ranker, tuple[str, ...]]]:
-    """(mode, ranker, scopes) of each store mode on ``backend``; stores closed after use."""
+    """(mode, ranker, scopes) of each store mode on ``backend``; stores closed after use; the
+    Postgres hybrid stores parse texts with ``text_config`` (``None``: the default)."""
     _, open_store, settle = BACKENDS[backend]
+    if backend == "postgres" and text_config is not None:
+        open_store = partial(open_store, text_config=text_config)
     place = f"lme{uuid.uuid4().hex[:6]}"
     ops = puts(data)
     with ExitStack() as stack:
@@ -326,6 +336,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--dsn", help="PostgreSQL DSN (default: an embedded server)")
     p.add_argument("--url", help="Redis URL with the Query Engine (default: a local server)")
     p.add_argument("--json", help="write the results to this file")
+    p.add_argument(
+        "--text-config",
+        help="the Postgres hybrid stores' text-search configuration (default: the store's, simple)",
+    )
     return p.parse_args(argv)
 
 
@@ -371,7 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for backend in filter(None, args.backends.split(",")):
         resolve = BACKENDS[backend][0]
         server = resolve(args.dsn if backend == "postgres" else args.url)
-        for mode, rank, scopes in backend_modes(backend, server, embed, data, modes):
+        stores = backend_modes(backend, server, embed, data, modes, args.text_config)
+        for mode, rank, scopes in stores:
             results[f"{backend} {mode}"] = {s: measure(data, rank, s, base) for s in scopes}
     report(results, types)
     if args.json:

@@ -63,14 +63,19 @@ def hybrid_option(mode: str) -> Any:
     )
 
 
-def index(embed: Embeddings, mode: str, ann: dict[str, int] | None = None) -> dict[str, Any]:
+def index(
+    embed: Embeddings, mode: str, ann: dict[str, int] | None = None, text_config: str | None = None
+) -> dict[str, Any]:
     """The index of a store in ``mode``, with ``ann`` as its ``ann_index_config`` (see
-    :func:`fixed_search`); its dimensions the embedder's ``dims`` (:data:`DIMS` without one)."""
+    :func:`fixed_search`) and a hybrid mode's ``text_config`` (Postgres; ``None``: the default);
+    its dimensions the embedder's ``dims`` (:data:`DIMS` without one)."""
     dims = getattr(embed, "dims", DIMS)
     config: dict[str, Any] = {"dims": dims, "embed": embed, "fields": ["text"]}
     if ann:
         config["ann_index_config"] = ann
     if (option := hybrid_option(mode)) is not None:
+        if text_config is not None:
+            option = {**(option if isinstance(option, dict) else {}), "text_config": text_config}
         config["hybrid"] = option
     return config
 
@@ -80,10 +85,16 @@ def index(embed: Embeddings, mode: str, ann: dict[str, int] | None = None) -> di
 
 @contextmanager
 def postgres_store(
-    dsn: str, embed: Embeddings, mode: str, place: str = "", ann: dict[str, int] | None = None
+    dsn: str,
+    embed: Embeddings,
+    mode: str,
+    place: str = "",
+    ann: dict[str, int] | None = None,
+    text_config: str | None = None,
 ) -> Iterator[BaseStore]:
     """A set-up store in ``mode`` on the tables ``place`` of the benchmark schema (ours; the
-    official store: fresh tables of its own), searching with ``ann``."""
+    official store: fresh tables of its own), searching with ``ann``; a hybrid one parsing texts
+    with ``text_config``."""
     from langgraph.store.postgres import PostgresStore as OfficialStore
 
     from langmem_adapters.postgres import PostgresStore
@@ -103,7 +114,7 @@ def postgres_store(
         return
     with PostgresStore.from_conn_string(
         conninfo,
-        index=index(embed, mode, ann),  # type: ignore[arg-type]
+        index=index(embed, mode, ann, text_config),  # type: ignore[arg-type]
         table_prefix=place,
     ) as store:
         store.setup()
