@@ -218,7 +218,7 @@ def _vector_reads(
     statements += vector_search(t, spec, vop, conds, qvec, shape, prepared.sizes.ef)
     found = _Search(i, op, conds, len(statements) - 1, qvec, shape)
     if spec.hybrid is not None:  # the lexical side, in the same round
-        if shape is not Shape.EXACT:  # rows pooled and sorted here: the settings ride in them
+        if shape is not Shape.EXACT:  # a page of its own: the settings ride in its rows
             statements[-1] = riding(statements[-1])
         else:
             statements.append(lexical_settings())

@@ -224,7 +224,7 @@ class Shape(Enum):
     #: the cheaper way the planner estimates (3.2 against 4.8 ms over 10,000 128-d vectors).
     BROAD_SCAN = "broad scan"
     #: As ``SCAN`` under a prefix holding every vector by the last counts: no namespace test in the
-    #: scan (2.6 ms), only on the nearest rows; a row from outside it leaves the pool short.
+    #: scan (2.6 ms), only on the nearest rows; a row from outside it leaves the page short.
     WHOLE_SCAN = "whole scan"
     #: The ANN index's nearest vectors under the prefix, then their live items.
     NEAREST = "nearest"

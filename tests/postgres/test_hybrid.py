@@ -391,7 +391,8 @@ def test_the_lexical_settings_ride_in_a_vector_statement_even_without_rows(
     store = store_of(conn, prefix)
     spec = store.index_spec
     assert spec is not None
-    empty = Statement(f"SELECT ns, key FROM {store.tables.vectors(spec)} WHERE ns = %s", ["none"])
+    vectors = store.tables.vectors(spec)
+    empty = Statement(f"SELECT ns, key, 0.0 AS d FROM {vectors} WHERE ns = %s", ["none"])
     with Session(Connections(conn)) as execute:
         rows, settings = execute(
             Round(
