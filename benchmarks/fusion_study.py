@@ -9,7 +9,7 @@ namespace) the two sides are what a hybrid search of a ``limit=10`` page fuses:
   ``--embedder minilm`` all-MiniLM-L6-v2, ``benchmarks/minilm_embeddings.py``);
 - **lexical**: the best 40 (``HybridSpec.candidates(0, 10)``) of the items holding a query word
   that *selects* (``core.hybrid.query_words``, stop words aside; a word selects when the whole
-  collection has at most ``HybridSpec.rare_bound(N, 10)`` texts holding it, 5% by default), scored
+  collection has at most ``HybridSpec.rare_bound(N, 10)`` texts holding it, 2% by default), scored
   over every query word either by ``core.bm25`` with the collection's statistics (Redis plain mode;
   the Query Engine's ``BM25STD`` is the same formula) or, ``--lexical idf``, by the sum of the IDF
   of the query words an item holds (Postgres).
@@ -40,7 +40,9 @@ Examples::
     python benchmarks/fusion_study.py --embedder glove   # the second, unrelated embedder
     python benchmarks/fusion_study.py --embedder minilm  # the third, contextual (~20 min once)
     python benchmarks/fusion_study.py --idf plain        # IDF sums of ln(N / df), not BM25's
-    python benchmarks/fusion_study.py --rare-share 0.02  # fewer words select the candidates
+    python benchmarks/fusion_study.py --rare-share 0.05  # more words select the candidates
+    python benchmarks/fusion_study.py --scope-stats      # a namespace's own word counts
+    python benchmarks/fusion_study.py --fill 40          # common words select while few do
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ EMBEDDER = "wordllama"
 #: 0.5))``, or ``plain``, the information ``ln(N / df)`` (the unit of the vector side's ``ln(M /
 #: rank)``; a word no text holds counts as held by half a text, in the IDF mass only).
 IDF = "bm25"
+#: Whether a namespace search counts its words over the namespace's items (``N`` and every ``df``)
+#: instead of the whole collection's (``--scope-stats``).
+SCOPE_STATS = False
+#: Under ``--fill K``: while the rare words select fewer than ``K`` candidates in the scope, the next
+#: rarest query word selects too (0: the stores' rule, rare words only).
+FILL = 0
 
 
 # --------------------------------------------------------------------------- the data
@@ -125,12 +133,25 @@ class Collection:
             len(self.tokens), sum(map(len, self.tokens)), ((w, len(p)) for w, p in held.items())
         )
 
-    def idf(self, word: str) -> float:
-        """The IDF (:data:`IDF`'s form) of ``word`` over the whole collection."""
-        n, df = self.corpus.size, len(self.postings.get(word, ()))
+    def idf(self, word: str, within: np.ndarray | None = None) -> float:
+        """The IDF (:data:`IDF`'s form) of ``word`` over the whole collection, or over the items
+        ``within`` under :data:`SCOPE_STATS`."""
+        n, df = self.counts(word, within)
         if IDF == "plain":
             return math.log(n / max(df, 0.5))
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def counts(self, word: str, within: np.ndarray | None = None) -> tuple[int, int]:
+        """``(N, df)`` of ``word``: over the collection, or over ``within`` under
+        :data:`SCOPE_STATS`."""
+        held = self.postings.get(word, np.array([], dtype=int))
+        if SCOPE_STATS and within is not None:
+            return len(within), int(np.isin(held, within).sum())
+        return self.corpus.size, len(held)
+
+    def size(self, within: np.ndarray | None = None) -> int:
+        """``N``: the collection's items, or under :data:`SCOPE_STATS` those ``within``."""
+        return len(within) if SCOPE_STATS and within is not None else self.corpus.size
 
 
 def cache_tag(name: str) -> str:
@@ -219,6 +240,15 @@ class Sides:
         return self.cosines[item]
 
 
+def selected(col: Collection, case: Case, chosen: Sequence[str]) -> np.ndarray:
+    """The items in ``case``'s scope holding any of the words ``chosen``."""
+    held = [col.postings[w] for w in chosen]
+    cands = np.unique(np.concatenate(held)) if held else np.array([], dtype=int)
+    if case.within is not None and len(cands):
+        cands = np.intersect1d(cands, case.within)
+    return cands
+
+
 def sides(col: Collection, case: Case, lexical: str) -> Sides:
     """The two sides of ``case`` as a store builds them (see the module docstring)."""
     sims = col.vecs @ case.vec
@@ -226,13 +256,15 @@ def sides(col: Collection, case: Case, lexical: str) -> Sides:
     order = pool[np.argsort(-sims[pool], kind="stable")[:PAGE]]
     vector = [(int(i), float(sims[i])) for i in order]
     qw = query_words(case.text)
-    counts = {w: len(col.postings.get(w, ())) for w in qw}
-    rare = SPEC.rare(counts, col.corpus.size, PAGE)
-    selected = [col.postings[w] for w in rare if counts[w]]
-    cands = np.unique(np.concatenate(selected)) if selected else np.array([], dtype=int)
-    if case.within is not None and len(cands):
-        cands = np.intersect1d(cands, case.within)
-    mass = {w: col.idf(w) for w in qw if counts[w] or UNSEEN}
+    counts = {w: col.counts(w, case.within)[1] for w in qw}
+    rare = SPEC.rare(counts, col.size(case.within), PAGE)
+    cands = selected(col, case, [w for w in rare if counts[w]])
+    for w in sorted((w for w in qw if counts[w] and w not in rare), key=counts.__getitem__):
+        if len(cands) >= FILL:
+            break
+        rare.append(w)
+        cands = selected(col, case, [w for w in rare if counts[w]])
+    mass = {w: col.idf(w, case.within) for w in qw if counts[w] or UNSEEN}
     total = sum(mass.values()) or 1.0
     cover = {}
     for i in cands:
@@ -774,7 +806,8 @@ def prepared(col: Collection, lexical: str) -> list[tuple[Sides, dict[str, list[
     """Each case's sides and baselines, cached under ``benchmarks/.cache`` per data set, lexical
     scoring and unseen-word rule (they take minutes to compute on the conversation sets)."""
     tag = cache_tag(col.name) + ("" if IDF == "bm25" else f"-{IDF}")
-    tag += f"-share{SPEC.rare_share}"
+    tag += f"-share{SPEC.rare_share}" + ("-scoped" if SCOPE_STATS else "")
+    tag += f"-fill{FILL}" if FILL else ""
     path = os.path.join(CACHE_DIR, f"fusion-sides2-{tag}-{lexical}-{int(UNSEEN)}-{DIMS}.pkl")
     if not os.path.exists(path):
         out = [
@@ -824,9 +857,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=HybridSpec().rare_share,
         help="HybridSpec.rare_share: the share of the texts a selecting word is held by at most",
     )
+    p.add_argument(
+        "--scope-stats",
+        action="store_true",
+        help="count a namespace search's words over the namespace, not the collection",
+    )
+    p.add_argument(
+        "--fill",
+        type=int,
+        default=0,
+        help="let the next rarest words select while the rare ones select fewer candidates",
+    )
     args = p.parse_args(argv)
-    global UNSEEN, DIMS, EMBEDDER, IDF, SPEC
+    global UNSEEN, DIMS, EMBEDDER, IDF, SPEC, SCOPE_STATS, FILL
     UNSEEN, EMBEDDER, IDF = not args.skip_unseen, args.embedder, args.idf
+    SCOPE_STATS, FILL = args.scope_stats, args.fill
     SPEC = HybridSpec(rare_share=args.rare_share)
     DIMS = {"wordllama": args.dims, "glove": GLOVE_DIMS, "minilm": MINILM_DIMS}[EMBEDDER]
     designs = args.designs.split(",")
