@@ -13,12 +13,15 @@ calibration is ``bench_conversations.py``'s ``first10`` question, not this one's
 fusion on the same table or prefix, ``retrieval_stores.hybrid_option``): each hybrid mode is
 reported over vector. Each of our stores calibrates its own vector search (as in use), so two
 stores may search at different breadths; ``--fixed-search`` gives them all the loading store's.
+``--rtt MS`` reaches the servers through ``rtt_proxy.py``, each round trip ``MS`` longer (plus the
+proxy's own ~0.13 ms): a server across a network, where a search's number of round trips shows.
 
 Examples::
 
     python benchmarks/conversation_latency.py --data locomo --embedder glove --runs 3
     python benchmarks/conversation_latency.py --backends postgres --fixed-search \
         --modes vector,hybrid,hybrid:information
+    python benchmarks/conversation_latency.py --backends postgres --fixed-search --rtt 0.5
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from benchmarks.bench_conversations import (
 from benchmarks.bench_retrieval import Precomputed
 from benchmarks.longmemeval import Collection, Question
 from benchmarks.retrieval_stores import BACKENDS, fixed_search, hybrid_option
+from benchmarks.rtt_proxy import delayed
 
 #: Questions searched once by every store before the timed pass.
 WARM = 50
@@ -92,16 +96,19 @@ def run_backend(
     runs: int,
     modes: Sequence[str] = MODES,
     fixed: bool = False,
+    rtt: float | None = None,
 ) -> None:
     """Load ``data`` into the backend's stores of ``modes`` and print each scope's line; with
     ``fixed`` our stores all search with the vector search the loading store calibrated itself to
-    (``retrieval_stores.fixed_search``), so a difference between them is not their calibrations'."""
+    (``retrieval_stores.fixed_search``), so a difference between them is not their calibrations';
+    with ``rtt`` (ms) every store reaches the server through the delay proxy (``rtt_proxy``)."""
     resolve, open_store, settle = BACKENDS[backend]
     server = resolve(None)
     place = f"lat{uuid.uuid4().hex[:6]}"
     ops = puts(data)
     with ExitStack() as stack:
-        stores = {"hybrid": stack.enter_context(open_store(server, embed, "hybrid", place))}
+        reach = server if rtt is None else stack.enter_context(delayed(server, rtt))
+        stores = {"hybrid": stack.enter_context(open_store(reach, embed, "hybrid", place))}
         load_store(stores["hybrid"], ops)
         settle(server, place)
         ann = fixed_search(stores["hybrid"]) if fixed else None
@@ -109,13 +116,13 @@ def run_backend(
             print(f"| {backend} | our stores' vector search: {ann or 'exact'} |", flush=True)
         for mode in modes:
             if mode == "official":
-                official = stack.enter_context(open_store(server, embed, mode))
+                official = stack.enter_context(open_store(reach, embed, mode))
                 if official is None:  # no official store runs there (Redis plain mode)
                     continue
                 stores[mode] = official
                 load_store(official, ops)
             elif mode != "hybrid" or ann is not None:
-                stores[mode] = stack.enter_context(open_store(server, embed, mode, place, ann))
+                stores[mode] = stack.enter_context(open_store(reach, embed, mode, place, ann))
         modes = [name for name in modes if name in stores]
         stores = {name: stores[name] for name in modes}
         for scope in SCOPES:
@@ -148,6 +155,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="our stores all search with the loading store's calibrated vector search",
     )
+    p.add_argument(
+        "--rtt",
+        type=float,
+        default=None,
+        help="milliseconds added to each round trip (a delay proxy before each server)",
+    )
     args = p.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
     if "vector" not in modes:
@@ -160,14 +173,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     embed = precomputed(data, args.embedder)
     print(
         f"{args.data}: {len(data.items)} items, {len(data.questions)} questions, "
-        f"{EMBEDDER_NAMES[args.embedder]}, best of {args.runs}, mean (median) ms per search\n"
+        f"{EMBEDDER_NAMES[args.embedder]}, best of {args.runs}, mean (median) ms per search"
+        + ("" if args.rtt is None else f", round trips {args.rtt} ms longer (proxy)")
+        + "\n"
     )
     ratios = [f"{m} / vector" for m in modes if m.startswith("hybrid")]
     ratios += ["vector / official"] if "official" in modes else []
     print(f"| backend | scope | {', '.join(modes)} | {' | '.join(ratios)} |")
     print("|---|---|---|" + "---:|" * len(ratios))
     for backend in filter(None, args.backends.split(",")):
-        run_backend(backend, data, embed, args.runs, modes, args.fixed_search)
+        run_backend(backend, data, embed, args.runs, modes, args.fixed_search, args.rtt)
     return 0
 
 

@@ -200,3 +200,37 @@ def test_minilm_vector_of_a_text_does_not_depend_on_its_batch() -> None:
     assert np.allclose(batched[1], alone[0], atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     assert not np.allclose(batched[0], batched[2], atol=1e-3)  # word order matters (positions)
+
+
+# --------------------------------------------------------------------------- the delay proxy
+
+
+def test_delay_proxy_addresses_reach_the_same_server() -> None:
+    from benchmarks.rtt_proxy import through, upstream_of
+
+    assert upstream_of("postgresql://u:@/db?host=/tmp/pg") == "unix:/tmp/pg/.s.PGSQL.5432"
+    assert upstream_of("host=db.example port=6432 dbname=x") == "db.example:6432"
+    assert upstream_of("redis://127.0.0.1:7001/0") == "127.0.0.1:7001"
+    assert upstream_of("unix:///tmp/redis.sock") == "unix:/tmp/redis.sock"
+    assert through("redis://127.0.0.1:7001/2", 6500) == "redis://127.0.0.1:6500/2"
+    dsn = through("postgresql://u:@/db?host=/tmp/pg", 6500)
+    assert "host=127.0.0.1" in dsn and "port=6500" in dsn and "dbname=db" in dsn
+
+
+def test_delay_proxy_adds_its_round_trip_time() -> None:
+    """Through the proxy a round trip takes at least the ``rtt`` asked for, and the rows come back
+    whole and in order."""
+    import time
+
+    import psycopg
+
+    from benchmarks.rtt_proxy import delayed
+    from tests import servers
+
+    with delayed(servers.postgres_dsn(), 20.0) as dsn, psycopg.connect(dsn) as conn:
+        conn.execute("SELECT 1")
+        started = time.perf_counter()
+        rows = conn.execute("SELECT g, repeat('x', 5000) FROM generate_series(1, 200) g").fetchall()
+        took = time.perf_counter() - started
+    assert [r[0] for r in rows] == list(range(1, 201)) and {len(r[1]) for r in rows} == {5000}
+    assert took >= 0.020

@@ -1,0 +1,158 @@
+"""A loopback proxy that holds every chunk of bytes half a round trip in each direction: what a
+search costs when its server is across a network (``conversation_latency.py --rtt``).
+
+Our servers run on this machine and are reached over a Unix socket (a Postgres round trip ~0.05 ms),
+where a store's extra round trip costs next to nothing; a managed Postgres or Redis in the same
+region is 0.2-1 ms away, farther across regions. The proxy listens on a loopback TCP port, forwards
+to the server (its Unix socket or TCP address) and delivers each chunk ``rtt / 2`` after it read
+it, each way, in order. It runs as its own process (so the benchmark's interpreter lock is not its
+own) with two threads a direction; on this machine's two cores it adds ~0.13 ms to a round trip by
+itself (``--rtt 0``), and ``--rtt 0.5`` measured ~0.8 ms (``SELECT 1``, median of 200).
+
+Examples::
+
+    python benchmarks/rtt_proxy.py --listen 6500 --to unix:/tmp/pg/.s.PGSQL.5432 --rtt 0.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from urllib.parse import urlsplit, urlunsplit
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+#: How long :func:`delayed` waits for the proxy to listen.
+START_S = 10.0
+
+
+def upstream_of(server: str) -> str:
+    """Where a Postgres DSN or a Redis URL points: ``unix:<path>`` or ``<host>:<port>``."""
+    if server.startswith(("redis://", "unix://")):
+        parts = urlsplit(server)
+        if parts.scheme == "unix":
+            return f"unix:{parts.path}"
+        return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
+    info = conninfo_to_dict(server)
+    host, port = str(info.get("host") or "/tmp"), str(info.get("port") or 5432)
+    return f"unix:{host}/.s.PGSQL.{port}" if host.startswith("/") else f"{host}:{port}"
+
+
+def through(server: str, port: int) -> str:
+    """``server`` (a Postgres DSN or Redis URL) reached at the proxy's loopback ``port``."""
+    if server.startswith(("redis://", "unix://")):
+        parts = urlsplit(server)
+        db = parts.path if parts.scheme == "redis" else ""
+        return urlunsplit(("redis", f"127.0.0.1:{port}", db, parts.query, ""))
+    return make_conninfo(server, host="127.0.0.1", port=str(port), sslmode="disable")
+
+
+@contextmanager
+def delayed(server: str, rtt_ms: float) -> Iterator[str]:
+    """``server`` behind a proxy process adding ``rtt_ms`` to each round trip, for the block."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["--listen", str(port), "--to", upstream_of(server), "--rtt", str(rtt_ms)]
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), *args])
+    try:
+        _wait_listening(port, proc)
+        yield through(server, port)
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    """Return once the proxy accepts connections on ``port``."""
+    deadline = time.monotonic() + START_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            time.sleep(0.01)  # polling a port that is not bound yet: nothing to wait on
+    raise RuntimeError(f"the delay proxy did not listen on port {port}")
+
+
+def _connect(upstream: str) -> socket.socket:
+    """A connection to ``upstream`` (``unix:<path>`` or ``<host>:<port>``)."""
+    if upstream.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(upstream[len("unix:") :])
+        return sock
+    host, _, port = upstream.rpartition(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _forward(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
+    """Read ``src`` until it closes; a second thread sends each chunk to ``dst`` ``delay_s`` after
+    it was read, in order."""
+    queue: deque[tuple[float, bytes]] = deque()
+    ready = threading.Condition()
+
+    def send() -> None:
+        while True:
+            with ready:
+                ready.wait_for(lambda: bool(queue))
+                due, chunk = queue.popleft()
+            if not chunk:
+                break
+            time.sleep(max(0.0, due - time.perf_counter()))
+            try:
+                dst.sendall(chunk)
+            except OSError:
+                break
+        with suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=send, daemon=True).start()
+    while True:
+        try:
+            chunk = src.recv(65536)
+        except OSError:
+            chunk = b""
+        with ready:
+            queue.append((time.perf_counter() + delay_s, chunk))
+            ready.notify()
+        if not chunk:
+            return
+
+
+def serve(port: int, upstream: str, rtt_ms: float) -> None:
+    """Accept on loopback ``port`` forever, each connection forwarded to ``upstream``."""
+    delay_s = rtt_ms / 2e3
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(64)
+        while True:
+            client, _ = listener.accept()
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            server = _connect(upstream)
+            for src, dst in ((client, server), (server, client)):
+                threading.Thread(target=_forward, args=(src, dst, delay_s), daemon=True).start()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--listen", type=int, required=True, help="the loopback port to listen on")
+    p.add_argument("--to", required=True, help="unix:<path> or <host>:<port>")
+    p.add_argument("--rtt", type=float, default=0.5, help="milliseconds added to a round trip")
+    args = p.parse_args(argv)
+    serve(args.listen, args.to, args.rtt)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
