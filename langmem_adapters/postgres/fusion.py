@@ -2,17 +2,18 @@
 hybrid search the fusion of its two sides' candidates (``core.hybrid.fuse``, or
 ``core.information`` for ``fusion="information"``).
 
-A hybrid search's sides name their candidates by key only (``KEY_COLUMNS``, the lexical
-statement's keys and scores): the fusion gives the page's keys, whose items are read in one more
-round (``postgres.search.items_statement``). Outputting an item's value costs the server ~10 us
-(a 2 KB memory's JSON), so a search reading only its page's items instead of every candidate's
-(20 vector rows and up to 40 lexical ones) saved 14-16% of a hybrid search with the information
-fusion and 10% with relative fusion on LongMemEval (docs/hybrid.md; as fast with 10k short memories).
+A hybrid search's sides come back in one round: the vector side's page with its items, the
+lexical side's candidates by key and score, the best ``lexical.valued(page)`` of them with their
+items too, so that the fused page's items are at hand without a second round trip in most
+searches (the page held only those items on 88% / 97% of LongMemEval's questions, global /
+namespace, and 83% / 85% of LoCoMo's; docs/hybrid.md). The page's other items are read in one
+more round (``postgres.search.items_statement``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from langmem_adapters.core.hybrid import HybridSpec, fuse
@@ -20,7 +21,17 @@ from langmem_adapters.core.information import LexicalCandidate, VectorCandidate,
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.sql import ItemRow, VectorRow
 
-__all__ = ["Fused", "LexicalRow", "Scored", "fuse_rows", "scored_rows", "with_items"]
+__all__ = [
+    "Fused",
+    "Items",
+    "LexicalRow",
+    "Scored",
+    "fuse_rows",
+    "known_items",
+    "rows_by_key",
+    "scored_rows",
+    "with_items",
+]
 
 Scored = list[tuple[Sequence[Any], float]]
 """A page's rows (``ITEM_COLUMNS`` first), each with its score."""
@@ -28,17 +39,26 @@ Scored = list[tuple[Sequence[Any], float]]
 Fused = list[tuple[tuple[str, str], float]]
 """A hybrid page: each item's key (namespace text, key) with its fused score, best first."""
 
+Items = dict[tuple[str, str], ItemRow]
+"""Items read by a hybrid search, by key (namespace text, key)."""
+
 
 class LexicalRow(NamedTuple):
     """A row of the lexical statement: the item's key, its lexical score (the IDF sum of the query
-    words it holds) and, for the information fusion, its distance to the query vector and the
-    query's IDF mass (the weights of every query word the statement weighed)."""
+    words it holds), for the information fusion its distance to the query vector and the query's
+    IDF mass (the weights of every query word the statement weighed), and for the best candidates
+    the item's other columns (``ITEM_COLUMNS``; ``value`` NULL for the rest: an item's value is
+    never NULL)."""
 
     ns: str
     key: str
     score: float
-    distance: float | None = None
-    mass: float | None = None
+    distance: float | None
+    mass: float | None
+    value: Any
+    created_at: datetime
+    updated_at: datetime
+    ttl_minutes: float | None
 
 
 def scored_rows(spec: IndexSpec, vector_rows: Sequence[Sequence[Any]]) -> Scored:
@@ -55,7 +75,7 @@ def fuse_rows(
 ) -> Fused:
     """The page ``[offset, offset + limit)`` of the fusion of the two sides' rows (each best
     first: ``VectorRow``s, ``LexicalRow``s), each item's key with its fused score."""
-    lexical = [LexicalRow(*r) for r in lexical_rows]
+    lexical = [LexicalRow._make(r) for r in lexical_rows]
     lexical = lexical[: hybrid.floored([float(r.score) for r in lexical])]
     vector = [VectorRow._make(r) for r in vector_rows]
     if hybrid.fusion == "information":
@@ -76,10 +96,28 @@ def fuse_rows(
     return fused[offset : offset + limit]
 
 
-def with_items(fused: Fused, rows: Sequence[Sequence[Any]]) -> Scored:
-    """The fused page with its items' rows (``ITEM_COLUMNS``, read after the fusion), in the
-    fused order; an item deleted or expired since it was scored is left out."""
-    items = {(r.ns, r.key): r for r in map(ItemRow._make, rows)}
+def known_items(
+    vector_rows: Sequence[Sequence[Any]], lexical_rows: Sequence[Sequence[Any]]
+) -> Items:
+    """The items a hybrid search's sides read with their candidates: every one of the vector
+    side's page, and the lexical side's best (those with a value)."""
+    items = {(r.ns, r.key): r for r in (ItemRow._make(v[:6]) for v in vector_rows)}
+    for r in map(LexicalRow._make, lexical_rows):
+        if r.value is not None:
+            items[(r.ns, r.key)] = ItemRow(
+                r.ns, r.key, r.value, r.created_at, r.updated_at, r.ttl_minutes
+            )
+    return items
+
+
+def rows_by_key(rows: Sequence[Sequence[Any]]) -> Items:
+    """Items read by key (``ITEM_COLUMNS`` rows)."""
+    return {(r.ns, r.key): r for r in map(ItemRow._make, rows)}
+
+
+def with_items(fused: Fused, items: Items) -> Scored:
+    """The fused page with its items' rows, in the fused order; an item not found (deleted or
+    expired since it was scored, when it was read after the fusion) is left out."""
     return [(items[key], score) for key, score in fused if key in items]
 
 

@@ -25,7 +25,16 @@ from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.items import make_item
 from langmem_adapters.core.ops import Batch, plan_batch
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.postgres.fusion import Fused, Scored, fuse_rows, scored_rows, with_items
+from langmem_adapters.postgres.fusion import (
+    Fused,
+    Items,
+    Scored,
+    fuse_rows,
+    known_items,
+    rows_by_key,
+    scored_rows,
+    with_items,
+)
 from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
@@ -269,10 +278,10 @@ def _scored_pages(
     t: Tables, spec: IndexSpec, searches: list[_Search], rows: list[Any]
 ) -> Steps[dict[int, Scored]]:
     """Each query search's scored page, by its place in ``searches``: a vector search's from its
-    rows, a hybrid search's from the fusion of its sides, its items read in one more round (for
-    every hybrid search of the batch at once)."""
+    rows, a hybrid search's from the fusion of its sides with the items they read, any other page
+    item read in one more round (for every hybrid search of the batch at once)."""
     scored: dict[int, Scored] = {}
-    fused: dict[int, Fused] = {}
+    fused: dict[int, tuple[Fused, Items]] = {}
     for n, s in enumerate(searches):
         if s.qvec is None:
             continue
@@ -280,13 +289,16 @@ def _scored_pages(
         if s.lexical_at is None or spec.hybrid is None:
             scored[n] = scored_rows(spec, candidates)
         else:
-            op = s.op
-            fused[n] = fuse_rows(spec.hybrid, candidates, rows[s.lexical_at], op.offset, op.limit)
-    scored.update((n, []) for n, f in fused.items() if not f)
-    fused = {n: f for n, f in fused.items() if f}
-    if fused:
-        items = yield Round([items_statement(t, [key for key, _ in f]) for f in fused.values()])
-        scored.update((n, with_items(f, got)) for (n, f), got in zip(fused.items(), items))
+            op, lexical = s.op, rows[s.lexical_at]
+            page = fuse_rows(spec.hybrid, candidates, lexical, op.offset, op.limit)
+            fused[n] = (page, known_items(candidates, lexical))
+    unread = {n: [k for k, _ in page if k not in items] for n, (page, items) in fused.items()}
+    unread = {n: keys for n, keys in unread.items() if keys}
+    if unread:
+        got = yield Round([items_statement(t, keys) for keys in unread.values()])
+        for n, rows_read in zip(unread, got):
+            fused[n][1].update(rows_by_key(rows_read))
+    scored.update((n, with_items(page, items)) for n, (page, items) in fused.items())
     return scored
 
 

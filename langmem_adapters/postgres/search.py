@@ -21,7 +21,6 @@ from langmem_adapters.postgres.sql import (
     DISTANCE_OPERATOR,
     ITEM_COLUMNS,
     KEY,
-    KEY_COLUMNS,
     LIVE,
     TRUE,
     Round,
@@ -260,12 +259,11 @@ def vector_search(
 ) -> list[Statement]:
     """The statements of ``op``'s vector search in ``shape``, its rows (``ITEM_COLUMNS`` and the
     distance) from the last one: for ``EXACT`` the page, else the items up to the page's end
-    (fewer where the nearest ``vector_rows(spec, op)`` vectors ran short). A hybrid store's vector
-    side names its items only (``KEY_COLUMNS``): the fused page's are read after the fusion.
-    ``ef``: the HNSW breadth of the ANN shapes (``Sizes.ef``)."""
+    (fewer where the nearest ``vector_rows(spec, op)`` vectors ran short), a hybrid search's
+    vector side too. ``ef``: the HNSW breadth of the ANN shapes (``Sizes.ef``)."""
     dist = Sql(f"(v.embedding {DISTANCE_OPERATOR[spec.distance]} %s::{spec.vector_type})", [qvec])
     rows = vector_rows(spec, op)
-    columns = (ITEM_COLUMNS if spec.hybrid is None else KEY_COLUMNS).format(a="s")
+    columns = ITEM_COLUMNS.format(a="s")
     if shape is Shape.EXACT:
         page = Sql("LIMIT %s OFFSET %s", [op.limit, op.offset])
         found = compose(f"SELECT {columns}, min(", dist, ") AS d", _joined(t, spec, op, conditions))

@@ -26,7 +26,6 @@ __all__ = [
     "DISTANCE_OPERATOR",
     "ITEM_COLUMNS",
     "KEY",
-    "KEY_COLUMNS",
     "LIVE",
     "TRUE",
     "Answer",
@@ -136,9 +135,6 @@ DISTANCE_OPERATOR = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}
 LIVE = "({a}.expires_at IS NULL OR {a}.expires_at > now())"
 #: The columns an ``Item`` is read from (``ItemRow``), for the items table aliased ``{a}``.
 ITEM_COLUMNS = "{a}.ns, {a}.key, {a}.value, {a}.created_at, {a}.updated_at, {a}.ttl_minutes"
-#: ``ITEM_COLUMNS`` in a row that only names its item: a hybrid search's sides, whose page's items
-#: are read after the fusion (a value's output costs ~10 us of server time, docs/hybrid.md).
-KEY_COLUMNS = "{a}.ns, {a}.key, NULL::jsonb, NULL::timestamptz, NULL::timestamptz, NULL::float8"
 #: The columns of an item's key in a row source.
 KEY = (("ns", "text"), ("key", "text"))
 

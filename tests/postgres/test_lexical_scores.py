@@ -1,7 +1,7 @@
 """The Postgres lexical statement's scores and rows: each item's score is the sum of the BM25
 weights of the query words it holds, with every word's document frequency counted over the whole
 table (also for a search in one namespace), common words only adding to what the rarer ones
-select; its rows name the items (the page's are read after the fusion). The relative fusion's
+select; its rows name the items, the best with their values. The relative fusion's
 statement (BM25's IDF; the information fusion's ``ln(N / df)`` and its distance column are checked
 against a reference in ``test_information_fusion.py``)."""
 
@@ -17,8 +17,8 @@ import pytest
 from langgraph.store.base import PutOp, SearchOp
 
 from langmem_adapters.postgres import PostgresStore
-from langmem_adapters.postgres.fusion import fuse_rows
-from langmem_adapters.postgres.lexical import lexical_search
+from langmem_adapters.postgres.fusion import LexicalRow, fuse_rows
+from langmem_adapters.postgres.lexical import lexical_search, valued
 from tests import servers
 from tests.stores import hash_index
 
@@ -68,13 +68,13 @@ def expected(scope: tuple[str, ...], counted: bool) -> dict[str, float]:
     return out
 
 
-def rows(conn: Any, store: PostgresStore, scope: tuple[str, ...], limit: int) -> list[Any]:
+def rows(conn: Any, store: PostgresStore, scope: tuple[str, ...], limit: int) -> list[LexicalRow]:
     spec = store.index_spec
     assert spec is not None and spec.hybrid is not None
     op = SearchOp(scope, None, limit, 0, QUERY)
     statement = lexical_search(store.tables, spec, spec.hybrid, op, (), 100)
     with conn.transaction():
-        return conn.execute(statement.sql, statement.params).fetchall()
+        return [LexicalRow._make(r) for r in conn.execute(statement.sql, statement.params)]
 
 
 @pytest.mark.parametrize("analyzed", [False, True], ids=["counted", "statistics"])
@@ -90,17 +90,20 @@ def test_scores_are_bm25_weights_over_the_whole_table(
         assert conn.execute(
             f"SELECT count(*) FROM {store.tables.terms} WHERE lex = 'common'"
         ).fetchone() == (1,)
-    got = {r[1]: float(r[-1]) for r in rows(conn, store, scope, 10)}
+    got = {r.key: r.score for r in rows(conn, store, scope, 10)}
     assert got == pytest.approx(expected(scope, not analyzed), rel=1e-6)
 
 
 def test_rows_name_their_items_and_the_fusion_pages_them(conn: Any, store: PostgresStore) -> None:
     """Ranked c, then a and d tied (namespace and key order), then b: each row is the item's key and
-    score only (the page's items are read after the fusion), and the fused page of the lexical side
-    alone is its order, cut at the offset."""
+    score, the best ``valued(page)`` (3 for a page of 2) with their items' values, and the fused
+    page of the lexical side alone is its order, cut at the offset."""
     got = rows(conn, store, ("lx",), 2)
     assert [r[:2] for r in got] == [("lx.u1", "c"), ("lx.u1", "a"), ("lx.u2", "d"), ("lx.u1", "b")]
-    assert {len(r) for r in got} == {3}
+    assert valued(2) == 3
+    values = [{"text": TEXTS[k]} for k in (("u1", "c"), ("u1", "a"), ("u2", "d"))]
+    assert [r.value for r in got] == [*values, None]
+    assert {(r.distance, r.mass) for r in got} == {(None, None)}  # the relative fusion's
     spec = store.index_spec
     assert spec is not None and spec.hybrid is not None
     for offset, limit in ((0, 2), (1, 2)):

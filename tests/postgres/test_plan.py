@@ -4,9 +4,10 @@ what a plan sends, and in how many rounds, is checked without a server."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
-from langgraph.store.base import GetOp, PutOp
+from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from langmem_adapters.core.embedding import Embed
 from langmem_adapters.core.vectors import IndexSpec
@@ -80,3 +81,50 @@ def test_a_batch_of_puts_without_an_index_is_one_round() -> None:
     assert results == [None, None]
     assert len(rounds) == 1 and not rounds[0].tx
     assert [s.sql.split()[0] for s in rounds[0].statements] == ["DELETE", "WITH"]
+
+
+def test_a_hybrid_search_reads_only_the_page_items_neither_side_read() -> None:
+    """The vector side's page and the lexical side's best ``valued(page)`` come with their items;
+    the fused page's other items (here "l4": close to the query, fourth by words, past the 3
+    valued for a page of 2) are read in one more round, only they."""
+    spec = IndexSpec.from_config(hash_index(fields=["text"], hybrid=True))
+    assert spec.hybrid is not None and spec.hybrid.fusion == "information"
+    now = datetime.now(timezone.utc)
+
+    def value(key: str, read: bool = True) -> tuple[Any, ...]:
+        return ({"text": key}, now, now, None) if read else (None, now, now, None)
+
+    vector = [("a", k, *value(k), d) for k, d in (("v1", 0.10), ("v2", 0.20))]
+    lexical = [
+        ("a", k, idf, d, 6.0, *value(k, k != "l4"))
+        for k, idf, d in (
+            ("l1", 5.0, 0.90),
+            ("l2", 4.95, 0.91),
+            ("l3", 4.92, 0.92),
+            ("l4", 4.9, 0.15),
+        )
+    ]
+    asked: list[Any] = []
+
+    def answer(r: Round) -> list[list[Any]]:
+        out: list[list[Any]] = []
+        for st in r.statements:
+            if st.sql.startswith("SELECT count(*)"):
+                out.append([(10,)])
+            elif "WITH size" in st.sql:
+                out.append(lexical)
+            elif " AS d" in st.sql:
+                out.append(vector)
+            elif "s.ns = r.ns AND s.key = r.key" in st.sql:
+                asked.append(st.params)
+                out.append([("a", "l4", *value("l4"))])
+            else:
+                out.append([])
+        return out
+
+    (page,), _ = run(plan(T, spec, [SearchOp(("a",), query="order 7", limit=2)]), answer)
+    assert [(item.key, item.value) for item in page] == [
+        ("l4", {"text": "l4"}),
+        ("l1", {"text": "l1"}),
+    ]
+    assert len(asked) == 1 and "l4" in str(asked[0]) and "l1" not in str(asked[0])
