@@ -8,7 +8,7 @@ from __future__ import annotations
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.identity import Identity, Recorded
 from langmem_adapters.core.vectors import IndexSpec
-from langmem_adapters.postgres.lexical import backfill_plan
+from langmem_adapters.postgres.backfill import backfill_plan
 from langmem_adapters.postgres.schema import Tables, index_tables_ddl, setup_plan, vector_ddl
 from langmem_adapters.postgres.sql import Round, Statement
 
@@ -53,7 +53,7 @@ class PostgresIdentity:
 def setup_steps(t: Tables, spec: IndexSpec | None) -> Steps[Tables]:
     """``setup()``: the schema and its migrations, then the vector table and ANN index of the
     family's current generation (one transaction, under the setup lock), and for a hybrid store the
-    ``tsv`` of rows that lack it (:func:`~langmem_adapters.postgres.lexical.backfill_plan`); the
+    ``tsv`` of rows that lack it (:func:`~langmem_adapters.postgres.backfill.backfill_plan`); the
     tables to use."""
     yield from setup_plan(t, None)
     if spec is None:

@@ -1,6 +1,6 @@
 """The lexical side of hybrid search on Postgres: the statement ranking a search's candidates by
-their ``tsvector``, the fusion of its rows with the vector side's, and the backfill of ``tsv`` for
-vector rows written before the store was hybrid.
+their ``tsvector`` and the word statistics it reads (the ``tsv`` of rows written before the store
+was hybrid is filled by :mod:`~langmem_adapters.postgres.backfill`).
 
 Each vector row (one per indexed text of an item) keeps ``tsv = to_tsvector(text_config, text)``
 beside its embedding, under a GIN index that also holds the row's namespace labels
@@ -32,26 +32,21 @@ read.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from langgraph.store.base import SearchOp
 
 from langmem_adapters.core import namespaces as nsp
-from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition
 from langmem_adapters.core.hybrid import STOP_WORDS, HybridSpec, clean_query, query_words
-from langmem_adapters.core.vectors import IndexSpec, extract_texts, text_hash
+from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres import sql
 from langmem_adapters.postgres.schema import Tables, lexical_words, ns_words
-from langmem_adapters.postgres.sql import DISTANCE_OPERATOR, LIVE, Round, Statement
+from langmem_adapters.postgres.sql import DISTANCE_OPERATOR, LIVE, Statement
 
 __all__ = [
-    "BACKFILL_PAGE",
     "EXACT_SIZE",
     "SETTINGS",
-    "backfill_plan",
     "lexical_search",
     "lexical_settings",
     "namespace_shares",
@@ -63,9 +58,6 @@ __all__ = [
     "vector_op",
     "vector_rows",
 ]
-
-#: Vector rows whose ``tsv`` a hybrid store's ``setup()`` fills per round.
-BACKFILL_PAGE = 1000
 
 #: The most rows a search counts to size a table that has no statistics yet (new, or truncated
 #: since it was last analyzed): autovacuum analyzes such a table within about a minute of its
@@ -366,52 +358,3 @@ def needed(vop: SearchOp) -> int:
     """How many items the vector side's pool must hold before a search answers exactly instead:
     the page, for a vector search and for a hybrid one's vector side (``vop``) alike."""
     return vop.offset + vop.limit
-
-
-_FANNED = re.compile(r"^(.*)\.(\d+)$")
-
-
-def _indexed_text(value: Any, field: str, digest: str) -> str | None:
-    """The text a vector row of ``field`` was embedded from, read again from the item's value: a
-    field path, or a ``[*]`` path's element (``path.<i>``); ``None`` unless its hash is the row's."""
-    paths = [field]
-    if (m := _FANNED.match(field)) is not None:
-        paths.append(m.group(1))
-    for path in paths:
-        for name, text in extract_texts(value, [path]):
-            if name == field and text_hash(text) == digest:
-                return text
-    return None
-
-
-def backfill_plan(t: Tables, spec: IndexSpec, hybrid: HybridSpec) -> Steps[int]:
-    """Fill ``tsv`` of the vector rows that have none (written before the store was hybrid, or by a
-    non-hybrid store), from their items' values, a page per round in key order; how many rows. A
-    row whose text cannot be read again (its hash no longer matches) gets an empty ``tsvector``:
-    no lexical side, and it is not read again."""
-    vt = t.vectors(spec)
-    after: tuple[str, str, str] = ("", "", "")
-    filled = 0
-    while True:
-        select = (
-            f"SELECT v.ns, v.key, v.field, v.text_hash, s.value FROM {vt} v "
-            f"JOIN {t.store} s ON s.ns = v.ns AND s.key = v.key "
-            f"WHERE v.tsv IS NULL AND (v.ns, v.key, v.field) > (%s, %s, %s) "
-            f"ORDER BY v.ns, v.key, v.field LIMIT {BACKFILL_PAGE}"
-        )
-        (rows,) = yield Round([Statement(select, list(after))])
-        if not rows:
-            return filled
-        cells = [(ns, key, f, h, _indexed_text(value, f, h) or "") for ns, key, f, h, value in rows]
-        columns = (("ns", "text"), ("key", "text"), ("field", "text"), ("h", "text"), ("x", "text"))
-        source, params = sql.row_source(columns, cells)
-        update = (
-            f"UPDATE {vt} v SET tsv = {sql.tsvector_sql(hybrid.text_config, 'r.x')} "
-            f"FROM {source} WHERE v.ns = r.ns AND v.key = r.key AND v.field = r.field "
-            f"AND v.text_hash = r.h AND v.tsv IS NULL"
-        )
-        yield Round([Statement(update, params, fetch=False)])
-        filled += len(rows)
-        after = (rows[-1][0], rows[-1][1], rows[-1][2])
-        if len(rows) < BACKFILL_PAGE:
-            return filled

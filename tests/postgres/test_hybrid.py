@@ -16,8 +16,7 @@ from langgraph.store.base import PutOp, SearchOp
 from langmem_adapters import HashEmbeddings
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.hybrid import fuse
-from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore
-from langmem_adapters.postgres import lexical
+from langmem_adapters.postgres import AsyncPostgresStore, PostgresStore, lexical
 from langmem_adapters.postgres.connection import Connections, Session
 from langmem_adapters.postgres.fusion import LexicalRow
 from langmem_adapters.postgres.lexical import NS_SHARE, lexical_search, prefix_query, riding
