@@ -14,7 +14,7 @@ fusion on the same table or prefix, ``retrieval_stores.hybrid_option``): each hy
 reported over vector. Each of our stores calibrates its own vector search (as in use), so two
 stores may search at different breadths; ``--fixed-search`` gives them all the loading store's.
 ``--rtt MS`` reaches the servers through ``rtt_proxy.py``, each round trip ``MS`` longer (plus the
-proxy's own ~0.13 ms): a server across a network, where a search's number of round trips shows.
+proxy's own ~0.1 ms): a server across a network, where a search's number of round trips shows.
 
 Examples::
 

@@ -6,12 +6,14 @@ where a store's extra round trip costs next to nothing; a managed Postgres or Re
 region is 0.2-1 ms away, farther across regions. The proxy listens on a loopback TCP port, forwards
 to the server (its Unix socket or TCP address) and delivers each chunk ``rtt / 2`` after it read
 it, each way, in order. It runs as its own process (so the benchmark's interpreter lock is not its
-own) with two threads a direction; on this machine's two cores it adds ~0.13 ms to a round trip by
+own) with two threads a direction; on this machine's two cores it adds ~0.1 ms to a round trip by
 itself (``--rtt 0``), and ``--rtt 0.5`` measured ~0.8 ms (``SELECT 1``, median of 200).
 
 Examples::
 
     python benchmarks/rtt_proxy.py --listen 6500 --to unix:/tmp/pg/.s.PGSQL.5432 --rtt 0.5
+
+It prints the port it listens on (``--listen 0``: one the system picks) as its first line.
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ from contextlib import contextmanager, suppress
 from urllib.parse import urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-#: How long :func:`delayed` waits for the proxy to listen.
-START_S = 10.0
 
 
 def upstream_of(server: str) -> str:
@@ -52,35 +51,25 @@ def through(server: str, port: int) -> str:
         parts = urlsplit(server)
         db = parts.path if parts.scheme == "redis" else ""
         return urlunsplit(("redis", f"127.0.0.1:{port}", db, parts.query, ""))
-    return make_conninfo(server, host="127.0.0.1", port=str(port), sslmode="disable")
+    return make_conninfo(server, host="127.0.0.1", port=str(port))
 
 
 @contextmanager
 def delayed(server: str, rtt_ms: float) -> Iterator[str]:
     """``server`` behind a proxy process adding ``rtt_ms`` to each round trip, for the block."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = ["--listen", str(port), "--to", upstream_of(server), "--rtt", str(rtt_ms)]
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), *args])
+    args = ["--listen", "0", "--to", upstream_of(server), "--rtt", str(rtt_ms)]
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), *args], stdout=subprocess.PIPE, text=True
+    )
     try:
-        _wait_listening(port, proc)
-        yield through(server, port)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the port it listens on, once it does
+        if not line.strip().isdigit():
+            raise RuntimeError(f"the delay proxy did not start ({line!r})")
+        yield through(server, int(line))
     finally:
         proc.terminate()
         proc.wait()
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    """Return once the proxy accepts connections on ``port``."""
-    deadline = time.monotonic() + START_S
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return
-        except OSError:
-            time.sleep(0.01)  # polling a port that is not bound yet: nothing to wait on
-    raise RuntimeError(f"the delay proxy did not listen on port {port}")
 
 
 def _connect(upstream: str) -> socket.socket:
@@ -97,7 +86,7 @@ def _connect(upstream: str) -> socket.socket:
 
 def _forward(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
     """Read ``src`` until it closes; a second thread sends each chunk to ``dst`` ``delay_s`` after
-    it was read, in order."""
+    it was read, in order, then ends ``dst``'s sending side (a failed send ends both)."""
     queue: deque[tuple[float, bytes]] = deque()
     ready = threading.Condition()
 
@@ -108,15 +97,20 @@ def _forward(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
                 due, chunk = queue.popleft()
             if not chunk:
                 break
-            time.sleep(max(0.0, due - time.perf_counter()))
+            wait = due - time.perf_counter()
+            if wait > 0:  # a zero sleep still gives the interpreter away: ~0.1 ms a round trip
+                time.sleep(wait)
             try:
                 dst.sendall(chunk)
             except OSError:
+                with suppress(OSError):
+                    src.shutdown(socket.SHUT_RDWR)  # the reader stops too
                 break
         with suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
 
-    threading.Thread(target=send, daemon=True).start()
+    sender = threading.Thread(target=send)
+    sender.start()
     while True:
         try:
             chunk = src.recv(65536)
@@ -126,27 +120,47 @@ def _forward(src: socket.socket, dst: socket.socket, delay_s: float) -> None:
             queue.append((time.perf_counter() + delay_s, chunk))
             ready.notify()
         if not chunk:
+            break
+    sender.join()  # the chunks still held are sent before the sockets close
+
+
+def _pair(client: socket.socket, upstream: str, delay_s: float) -> None:
+    """Forward ``client`` and a new connection to ``upstream`` both ways until both directions
+    end, then close both (a server that cannot be reached closes the client at once)."""
+    with client:
+        try:
+            server = _connect(upstream)
+        except OSError:
             return
+        with server:
+            ways = [
+                threading.Thread(target=_forward, args=(src, dst, delay_s))
+                for src, dst in ((client, server), (server, client))
+            ]
+            for way in ways:
+                way.start()
+            for way in ways:
+                way.join()
 
 
 def serve(port: int, upstream: str, rtt_ms: float) -> None:
-    """Accept on loopback ``port`` forever, each connection forwarded to ``upstream``."""
+    """Accept on loopback ``port`` (0: any) forever, each connection forwarded to ``upstream``;
+    the port is printed first."""
     delay_s = rtt_ms / 2e3
     with socket.socket() as listener:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
         listener.listen(64)
+        print(listener.getsockname()[1], flush=True)
         while True:
             client, _ = listener.accept()
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            server = _connect(upstream)
-            for src, dst in ((client, server), (server, client)):
-                threading.Thread(target=_forward, args=(src, dst, delay_s), daemon=True).start()
+            threading.Thread(target=_pair, args=(client, upstream, delay_s), daemon=True).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--listen", type=int, required=True, help="the loopback port to listen on")
+    p.add_argument("--listen", type=int, default=0, help="the loopback port (0: any)")
     p.add_argument("--to", required=True, help="unix:<path> or <host>:<port>")
     p.add_argument("--rtt", type=float, default=0.5, help="milliseconds added to a round trip")
     args = p.parse_args(argv)

@@ -3,8 +3,8 @@ hybrid search the fusion of its two sides' candidates (``core.hybrid.fuse``, or
 ``core.information`` for ``fusion="information"``).
 
 A hybrid search's sides come back in one round: the vector side's page with its items, the
-lexical side's candidates by key and score, the best ``lexical.valued(page)`` of them with their
-items too, so that the fused page's items are at hand without a second round trip in most
+lexical side's candidates by key and score, those ranked around the page (``lexical.valued``)
+with their items too, so that the fused page's items are at hand without a second round trip in most
 searches (the page held only those items on 88% / 97% of LongMemEval's questions, global /
 namespace, and 83% / 85% of LoCoMo's; docs/hybrid.md). The page's other items are read in one
 more round (``postgres.search.items_statement``).
@@ -100,13 +100,14 @@ def known_items(
     vector_rows: Sequence[Sequence[Any]], lexical_rows: Sequence[Sequence[Any]]
 ) -> Items:
     """The items a hybrid search's sides read with their candidates: every one of the vector
-    side's page, and the lexical side's best (those with a value)."""
+    side's page, and the lexical side's read around the page (those with a value). An item both
+    read keeps the vector side's row (read last when the vector side fell back to an exact
+    query)."""
     items = {(r.ns, r.key): r for r in (ItemRow._make(v[:6]) for v in vector_rows)}
     for r in map(LexicalRow._make, lexical_rows):
         if r.value is not None:
-            items[(r.ns, r.key)] = ItemRow(
-                r.ns, r.key, r.value, r.created_at, r.updated_at, r.ttl_minutes
-            )
+            row = ItemRow(r.ns, r.key, r.value, r.created_at, r.updated_at, r.ttl_minutes)
+            items.setdefault((r.ns, r.key), row)
     return items
 
 

@@ -119,12 +119,13 @@ def lexical_search(
     """The best ``candidates`` live items under the prefix that pass the filters, by lexical score
     (best first, then namespace and key): ``fusion.LexicalRow``s, each row's namespace, key and
     score, for the ``information`` fusion the item's distance to the query vector ``qvec`` and the
-    query's IDF mass (the same on every row), and the item's other columns (its value only for the
-    best :func:`valued`). ``prefix_words`` (:func:`prefix_query`) narrows the index's lookups to
+    query's IDF mass (the same on every row), and the item's other columns (its value only for
+    those ranked within :func:`valued`). ``prefix_words`` (:func:`prefix_query`) narrows the index's lookups to
     the rows under the prefix. Sent after :func:`lexical_settings` or a statement :func:`riding`
     them. The floor is applied by the fusion: the best item is the first row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
+    first, last = valued(op.offset, op.limit)
     ns_sql, ns_params = sql.ns_condition("v.ns", op.namespace_prefix, estimable=True)
     f_sql, f_params = sql.filter_sql(conditions, "i.value")
     distance: list[str] = []
@@ -143,8 +144,8 @@ def lexical_search(
         # the filters ("OFFSET 0" keeps the lookup a nested loop: the kept generic plan would
         # otherwise hash-join the hits with a scan of every item; the hits sorted first, so the
         # items of the other hits, hundreds where a query's words are ordinary, are not read).
-        # The best ``valued(page)`` come with their values (a value not output is not read).
-        f"SELECT x.ns, x.key, x.score{information}, CASE WHEN x.n <= {valued(page)} THEN "
+        # Those ranked within ``valued`` come with their values (a value not output is not read).
+        f"SELECT x.ns, x.key, x.score{information}, CASE WHEN x.n BETWEEN {first} AND {last} THEN "
         "x.value END, x.created_at, x.updated_at, x.ttl_minutes FROM (SELECT h.ns, h.key, "
         "h.score, s.*, row_number() OVER (ORDER BY h.score DESC, h.ns, h.key) AS n FROM "
         "(SELECT * FROM hits ORDER BY score DESC, ns, key) h CROSS JOIN LATERAL (SELECT "
@@ -164,14 +165,15 @@ def lexical_search(
     )
 
 
-def valued(page: int) -> int:
-    """How many of the lexical side's best candidates come with their items, for a page ending at
-    ``page``: half a page more than the page. The fused page held only items of the vector
-    side's page and of the lexical side's best 10 / 15 / 20 (a page of 10) on 62% / 88% / 93%
-    of LongMemEval's questions across the collection (77% / 97% / 98% in a namespace) and 51% /
-    83% / 89% of LoCoMo's (64% / 85% / 90%); any other item of the page is read in one more
-    round (docs/hybrid.md)."""
-    return page + page // 2
+def valued(offset: int, limit: int) -> tuple[int, int]:
+    """The lexical ranks (first and last, from 1) whose candidates come with their items, for the
+    page ``[offset, offset + limit)``: from a page before its start to half a page past its end.
+    The fused first page held only items of the vector side's page and of the lexical side's best
+    10 / 15 / 20 (a page of 10) on 62% / 88% / 93% of LongMemEval's questions across the
+    collection (77% / 97% / 98% in a namespace) and 51% / 83% / 89% of LoCoMo's (64% / 85% /
+    90%); any other item of the page is read in one more round (docs/hybrid.md). A deeper page
+    reads the values around it only (the lexical side returns every candidate up to its end)."""
+    return max(1, offset - limit + 1), offset + limit + limit // 2
 
 
 # The columns of a lexical candidate's item but its key (``ITEM_COLUMNS``' others).

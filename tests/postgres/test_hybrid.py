@@ -320,7 +320,7 @@ def test_page_items_neither_side_read_are_read_after_the_fusion(
     page is of items the lexical side does not rank) is read in the round after the sides': one
     deleted in between is left out of the page, one rewritten in between comes with its new
     value."""
-    monkeypatch.setattr(lexical, "valued", lambda page: 0)
+    monkeypatch.setattr(lexical, "valued", lambda offset, limit: (1, 0))  # no lexical values
     store = store_of(conn, prefix, hybrid={"vector_weight": 0.0})
     decoys = [PutOp(("a",), f"d{i}", {"text": "order shipped"}) for i in range(4)]  # nearest
     store.batch([*decoys, PutOp(("a",), "k1", {"text": "zebra 41"})])

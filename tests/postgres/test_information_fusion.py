@@ -100,7 +100,7 @@ async def test_a_lexical_candidate_past_the_lexical_page_reaches_the_page(
 def test_a_second_round_only_for_a_page_item_neither_side_read(conn: Any) -> None:
     """One round when the sides read the page's items (the vector side's page, the lexical side's
     best), two when the fusion puts a candidate neither read on the page ("b", from past the
-    lexical side's best ``valued(1)``, 1)."""
+    lexical side's best ``valued(0, 1)``, 1)."""
     store = loaded(conn, MEMORIES)
     assert store.search(("n",), query="kiwi", limit=1)  # identity checked, sizes read
     rounds = []

@@ -68,10 +68,12 @@ def expected(scope: tuple[str, ...], counted: bool) -> dict[str, float]:
     return out
 
 
-def rows(conn: Any, store: PostgresStore, scope: tuple[str, ...], limit: int) -> list[LexicalRow]:
+def rows(
+    conn: Any, store: PostgresStore, scope: tuple[str, ...], limit: int, offset: int = 0
+) -> list[LexicalRow]:
     spec = store.index_spec
     assert spec is not None and spec.hybrid is not None
-    op = SearchOp(scope, None, limit, 0, QUERY)
+    op = SearchOp(scope, None, limit, offset, QUERY)
     statement = lexical_search(store.tables, spec, spec.hybrid, op, (), 100)
     with conn.transaction():
         return [LexicalRow._make(r) for r in conn.execute(statement.sql, statement.params)]
@@ -96,13 +98,15 @@ def test_scores_are_bm25_weights_over_the_whole_table(
 
 def test_rows_name_their_items_and_the_fusion_pages_them(conn: Any, store: PostgresStore) -> None:
     """Ranked c, then a and d tied (namespace and key order), then b: each row is the item's key and
-    score, the best ``valued(page)`` (3 for a page of 2) with their items' values, and the fused
-    page of the lexical side alone is its order, cut at the offset."""
+    score, those ranked within ``valued`` (the best 3 for a first page of 2, the third and fourth
+    for the fourth item alone) with their items' values, and the fused page of the lexical side
+    alone is its order, cut at the offset."""
     got = rows(conn, store, ("lx",), 2)
     assert [r[:2] for r in got] == [("lx.u1", "c"), ("lx.u1", "a"), ("lx.u2", "d"), ("lx.u1", "b")]
-    assert valued(2) == 3
-    values = [{"text": TEXTS[k]} for k in (("u1", "c"), ("u1", "a"), ("u2", "d"))]
-    assert [r.value for r in got] == [*values, None]
+    values = [{"text": TEXTS[k]} for k in (("u1", "c"), ("u1", "a"), ("u2", "d"), ("u1", "b"))]
+    assert valued(0, 2) == (1, 3) and valued(3, 1) == (3, 4)
+    assert [r.value for r in got] == [*values[:3], None]
+    assert [r.value for r in rows(conn, store, ("lx",), 1, 3)] == [None, None, *values[2:]]
     assert {(r.distance, r.mass) for r in got} == {(None, None)}  # the relative fusion's
     spec = store.index_spec
     assert spec is not None and spec.hybrid is not None

@@ -84,7 +84,7 @@ def test_a_batch_of_puts_without_an_index_is_one_round() -> None:
 
 
 def test_a_hybrid_search_reads_only_the_page_items_neither_side_read() -> None:
-    """The vector side's page and the lexical side's best ``valued(page)`` come with their items;
+    """The vector side's page and the lexical side's best ``valued(0, 2)`` come with their items;
     the fused page's other items (here "l4": close to the query, fourth by words, past the 3
     valued for a page of 2) are read in one more round, only they."""
     spec = IndexSpec.from_config(hash_index(fields=["text"], hybrid=True))
