@@ -50,7 +50,6 @@ __all__ = [
     "lexical_search",
     "lexical_settings",
     "namespace_shares",
-    "needed",
     "prefix_query",
     "riding",
     "terms_refresh",
@@ -354,9 +353,3 @@ def vector_rows(spec: IndexSpec, vop: SearchOp) -> int:
     ``vop``: twice the items per indexed field (items with several vectors, or expired ones, are
     pooled out)."""
     return max(20, 2 * (vop.offset + vop.limit) * len(spec.fields))
-
-
-def needed(vop: SearchOp) -> int:
-    """How many items the vector side's pool must hold before a search answers exactly instead:
-    the page, for a vector search and for a hybrid one's vector side (``vop``) alike."""
-    return vop.offset + vop.limit

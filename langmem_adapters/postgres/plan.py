@@ -39,7 +39,6 @@ from langmem_adapters.postgres.lexical import (
     lexical_search,
     lexical_settings,
     namespace_shares,
-    needed,
     prefix_query,
     riding,
     terms_refresh,
@@ -312,10 +311,11 @@ def _vector_candidates(
     got: Sequence[Sequence[Any]] = rows[s.at]
     if s.shape is Shape.EXACT:
         return got
-    if len(got) >= needed(vop):
-        return got[vop.offset :]
-    # The ANN window (or the iterative scan's budget) ran short for this filter or page: answer
-    # exactly, so a page is never short while more matches exist.
+    if len(got) >= vop.limit:
+        return got
+    # The ANN window (or the iterative scan's budget) ran short for this filter or page (the page
+    # is cut on the server: a short one means fewer items than its end): answer exactly, so a page
+    # is never short while more matches exist.
     exact = vector_search(t, spec, vop, s.conditions, s.qvec, Shape.EXACT)
     (got,) = yield Round(exact)
     return got

@@ -475,7 +475,8 @@ def test_ann_search_plan_reads_only_its_candidates_items(dsn: str) -> None:
 def test_vector_search_returns_only_its_page_each_item_once(dsn: str, shape: Shape) -> None:
     """A vector search's statement (but ``EXACT``'s) sends the page's items only, each once at its
     nearest vector (items here have two vectors each, both near the query), nearest first: the
-    candidate vectors are pooled and cut on the server, so no other item's value is read."""
+    candidate vectors are pooled and cut on the server, after the page's offset too, so no other
+    item's value is read."""
     index = {**hash_index(fields=["text", "title"]), "ann_index_config": ANN_ALWAYS}
     with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
         store.setup()
@@ -498,9 +499,9 @@ def test_vector_search_returns_only_its_page_each_item_once(dsn: str, shape: Sha
         distance = 1 - matrix @ np.array(emb.embed_query(texts[7]))
         nearest = np.minimum(distance[: len(texts)], distance[len(texts) :])
         order = sorted(range(len(texts)), key=lambda i: (round(float(nearest[i]), 5), f"k{i}"))
-        want = [f"k{i}" for i in order[:5]]
+        want = [f"k{i}" for i in order[1:5]]  # offset 1, limit 4
         assert [r[1] for r in rows] == want
-        assert [r[6] for r in rows] == pytest.approx(sorted(nearest)[:5], abs=1e-5)
+        assert [r[6] for r in rows] == pytest.approx(sorted(nearest)[1:5], abs=1e-5)
 
 
 def test_ann_search_sets_its_breadth_for_its_own_round_only(dsn: str) -> None:
