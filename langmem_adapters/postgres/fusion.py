@@ -46,9 +46,9 @@ Items = dict[tuple[str, str], ItemRow]
 class LexicalRow(NamedTuple):
     """A row of the lexical statement: the item's key, its lexical score (the IDF sum of the query
     words it holds), for the information fusion its distance to the query vector and the query's
-    IDF mass (the weights of every query word the statement weighed), and for the best candidates
-    the item's other columns (``ITEM_COLUMNS``; ``value`` NULL for the rest: an item's value is
-    never NULL)."""
+    IDF mass (the weights of every query word the statement weighed), and the item's other
+    columns (``ITEM_COLUMNS``), its ``value`` only for the candidates ranked around the page
+    (``lexical.valued``; NULL for the rest: an item's value is never NULL)."""
 
     ns: str
     key: str

@@ -25,9 +25,9 @@ frequency and length left out: memories are short; measured on LongMemEval, fuse
 side, as good as full BM25, see docs/hybrid.md). The statement returns up to ``depth`` times the
 page of candidates, by key with their scores (which set the fusion's scale) and, under the
 information fusion, their distance to the query vector and the query's IDF mass (the weights of all
-its terms, what that fusion's scores are a share of); the best of them come with their items
-(:func:`valued`), so that a hybrid search needs a second round only for a page item neither side
-read.
+its terms, what that fusion's scores are a share of); those ranked around the page come with
+their items (:func:`valued`), so that a hybrid search needs a second round only for a page item
+neither side read.
 """
 
 from __future__ import annotations
@@ -119,9 +119,10 @@ def lexical_search(
     (best first, then namespace and key): ``fusion.LexicalRow``s, each row's namespace, key and
     score, for the ``information`` fusion the item's distance to the query vector ``qvec`` and the
     query's IDF mass (the same on every row), and the item's other columns (its value only for
-    those ranked within :func:`valued`). ``prefix_words`` (:func:`prefix_query`) narrows the index's lookups to
-    the rows under the prefix. Sent after :func:`lexical_settings` or a statement :func:`riding`
-    them. The floor is applied by the fusion: the best item is the first row."""
+    those ranked within :func:`valued`). ``prefix_words`` (:func:`prefix_query`) narrows the
+    index's lookups to the rows under the prefix. Sent after :func:`lexical_settings` or a
+    statement :func:`riding` them. The floor is applied by the fusion: the best item is the first
+    row."""
     vt = t.vectors(spec)
     page = op.offset + op.limit
     first, last = valued(op.offset, op.limit)
