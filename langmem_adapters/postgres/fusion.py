@@ -12,7 +12,7 @@ more round (``postgres.search.items_statement``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -68,16 +68,14 @@ def scored_rows(spec: IndexSpec, vector_rows: Sequence[Sequence[Any]]) -> Scored
 
 def fuse_rows(
     hybrid: HybridSpec,
-    vector_rows: Sequence[Sequence[Any]],
-    lexical_rows: Sequence[Sequence[Any]],
+    vector: Sequence[VectorRow],
+    lexical: Sequence[LexicalRow],
     offset: int,
     limit: int,
 ) -> Fused:
     """The page ``[offset, offset + limit)`` of the fusion of the two sides' rows (each best
-    first: ``VectorRow``s, ``LexicalRow``s), each item's key with its fused score."""
-    lexical = [LexicalRow._make(r) for r in lexical_rows]
+    first), each item's key with its fused score."""
     lexical = lexical[: hybrid.floored([float(r.score) for r in lexical])]
-    vector = [VectorRow._make(r) for r in vector_rows]
     if hybrid.fusion == "information":
         fused = fuse_information(
             [VectorCandidate((r.ns, r.key), float(r.distance)) for r in vector],
@@ -96,22 +94,20 @@ def fuse_rows(
     return fused[offset : offset + limit]
 
 
-def known_items(
-    vector_rows: Sequence[Sequence[Any]], lexical_rows: Sequence[Sequence[Any]]
-) -> Items:
+def known_items(vector: Sequence[VectorRow], lexical: Sequence[LexicalRow]) -> Items:
     """The items a hybrid search's sides read with their candidates: every one of the vector
     side's page, and the lexical side's read around the page (those with a value). An item both
     read keeps the vector side's row (read last when the vector side fell back to an exact
     query)."""
-    items = {(r.ns, r.key): r for r in (ItemRow._make(v[:6]) for v in vector_rows)}
-    for r in map(LexicalRow._make, lexical_rows):
+    items = rows_by_key([v[:6] for v in vector])  # a vector row: ITEM_COLUMNS, then its distance
+    for r in lexical:
         if r.value is not None:
             row = ItemRow(r.ns, r.key, r.value, r.created_at, r.updated_at, r.ttl_minutes)
             items.setdefault((r.ns, r.key), row)
     return items
 
 
-def rows_by_key(rows: Sequence[Sequence[Any]]) -> Items:
+def rows_by_key(rows: Iterable[Sequence[Any]]) -> Items:
     """Items read by key (``ITEM_COLUMNS`` rows)."""
     return {(r.ns, r.key): r for r in map(ItemRow._make, rows)}
 

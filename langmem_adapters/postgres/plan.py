@@ -28,6 +28,7 @@ from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.postgres.fusion import (
     Fused,
     Items,
+    LexicalRow,
     Scored,
     fuse_rows,
     known_items,
@@ -61,6 +62,7 @@ from langmem_adapters.postgres.sql import (
     ItemRow,
     Round,
     Statement,
+    VectorRow,
     search_item_of,
     vec_literal,
 )
@@ -288,9 +290,11 @@ def _scored_pages(
         if s.lexical_at is None or spec.hybrid is None:
             scored[n] = scored_rows(spec, candidates)
         else:
-            op, lexical = s.op, rows[s.lexical_at]
-            page = fuse_rows(spec.hybrid, candidates, lexical, op.offset, op.limit)
-            fused[n] = (page, known_items(candidates, lexical))
+            # Each side's rows read once, for the fusion and for the items they carry.
+            vector = [VectorRow._make(r) for r in candidates]
+            lexical = [LexicalRow._make(r) for r in rows[s.lexical_at]]
+            page = fuse_rows(spec.hybrid, vector, lexical, s.op.offset, s.op.limit)
+            fused[n] = (page, known_items(vector, lexical))
     unread = {n: [k for k, _ in page if k not in items] for n, (page, items) in fused.items()}
     unread = {n: keys for n, keys in unread.items() if keys}
     if unread:
