@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from langmem_adapters import HashEmbeddings
-from langmem_adapters.core.hybrid import RRF_K, HybridSpec, fuse, query_words, words
+from langmem_adapters.core.hybrid import RRF_K, STOP_WORDS, HybridSpec, fuse, query_words, words
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -117,6 +117,11 @@ def test_query_words_leave_stop_words_out() -> None:
     ]
     assert query_words("who am I? who") == ["who", "am", "i"]  # nothing else: kept
     assert query_words("?!") == []
+
+
+def test_stop_words_are_plain_lowercase_words() -> None:
+    """Postgres writes them into its lexical statement as a text[] literal, unquoted."""
+    assert all(w.isascii() and w.isalpha() and w.islower() for w in STOP_WORDS)
 
 
 def test_candidates_cover_the_page() -> None:

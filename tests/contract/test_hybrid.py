@@ -124,6 +124,20 @@ def test_a_query_without_words_ranks_by_the_vector_side(
     assert [r.score for r in got] == pytest.approx(want)
 
 
+def test_the_lexical_side_leaves_stop_words_out_unless_the_query_has_no_other(
+    make_store: StoreFactory,
+) -> None:
+    """Stop words (``core.hybrid.STOP_WORDS``) select no item when the query has other words; a
+    query of stop words only keeps them. Every word selects (``rare_share`` 1) and the page is the
+    lexical ranking alone (``vector_weight`` 0), so an item found by a stop word would show."""
+    store = make_store(index=fields_index(vector_weight=0, rare_share=1.0, fusion="relative"))
+    store.put(NS, "stops", {"text": "the a of"})
+    store.put(NS, "kiwi", {"text": "kiwi fruit"})
+    store.put(NS, "other", {"text": "banana bread"})
+    assert keys(store.search(NS, query="the kiwi of")) == ["kiwi"]
+    assert keys(store.search(NS, query="THE of")) == ["stops"]
+
+
 def test_prefix_filter_and_paging(make_store: StoreFactory) -> None:
     _, store = load(make_store)
     found = store.search(("users",), query=QUESTION, limit=60)
