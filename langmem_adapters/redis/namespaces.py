@@ -28,7 +28,6 @@ from typing import Any
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.drive import Steps
 from langmem_adapters.core.filters import Condition, matches
-from langmem_adapters.core.values import load_json
 from langmem_adapters.redis.layout import Keys, Mode, text, under
 from langmem_adapters.redis.records import Record
 from langmem_adapters.redis.scripts import Call, Round
@@ -81,8 +80,11 @@ def count_plan(
     for i in range(0, len(spaces), READ_GROUP):
         group = spaces[i : i + READ_GROUP]
         replies = yield Round([Call((now_ms, "0"), "read_ns", (keys.zset(ns),)) for ns in group])
-        rows = (row for reply in replies for row in load_json(reply))
-        total += sum(matches(Record.parse(row[0], row[1]).value, conditions) for row in rows)
+        # Each reply: a flat array of its items' meta and created (see lua/read_ns.lua).
+        rows = ((reply[at], reply[at + 1]) for reply in replies for at in range(0, len(reply), 2))
+        total += sum(
+            matches(Record.parse(meta, created).value, conditions) for meta, created in rows
+        )
     return total
 
 

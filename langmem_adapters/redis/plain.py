@@ -12,10 +12,9 @@ from langgraph.store.base import SearchOp
 from langmem_adapters.core import namespaces as nsp
 from langmem_adapters.core.filters import Condition, matches
 from langmem_adapters.core.hybrid import HybridSpec
-from langmem_adapters.core.values import load_json
 from langmem_adapters.core.vectors import IndexSpec
 from langmem_adapters.redis.information import plain_information
-from langmem_adapters.redis.layout import Keys, under
+from langmem_adapters.redis.layout import Keys, text, under
 from langmem_adapters.redis.lexical import (
     MAX_TERMS,
     corpus_calls,
@@ -95,16 +94,17 @@ def _records(
     spec: IndexSpec | None,
     texts: dict[tuple[str, str], str] | None,
 ) -> list[Record]:
-    """A namespace's live items from its ``read_ns`` reply; with ``spec`` their vectors, with
-    ``texts`` their words kept there (a hybrid search's: all, or which query words each holds,
-    :func:`_words_wanted`)."""
+    """A namespace's live items from its ``read_ns`` reply (a flat array: each item's meta,
+    created, then with ``spec`` its vectors, with ``texts`` its words, kept there: a hybrid
+    search's, all or which query words each holds, :func:`_words_wanted`)."""
+    stride = 2 + (spec is not None) + (texts is not None)
     out = []
-    for row in load_json(reply):
-        rec = Record.parse(row[0], row[1])
+    for at in range(0, len(reply), stride):
+        rec = Record.parse(reply[at], reply[at + 1])
         if spec is not None:
-            rec.vectors = decode_vectors(row[2], spec)
+            rec.vectors = decode_vectors(reply[at + 2], spec)
         if texts is not None:
-            texts[(nsp.join(ns), rec.key)] = row[3]
+            texts[(nsp.join(ns), rec.key)] = text(reply[at + stride - 1])
         out.append(rec)
     return out
 
