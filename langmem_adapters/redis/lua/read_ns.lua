@@ -5,7 +5,7 @@
 -- shipping every item's words was most of its server time.
 -- Returns a flat array, per live item: its meta, created, vectors (with_vectors "1") and words (when
 -- asked). Redis writes the reply's strings as they are; building one JSON text of them here took
--- 3-4x as long (a namespace of 560 LongMemEval rounds: 24 against 6.7 ms, docs/benchmarks.md).
+-- 3.3x as long (a namespace of 560 LongMemEval rounds: 24.6 against 7.4 ms, docs/benchmarks.md).
 local out = {}
 local words = ARGV[3]
 -- whether the words ``text`` holds ``word`` (as a whole word): found, then its edges checked (faster
