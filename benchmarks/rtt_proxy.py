@@ -33,9 +33,14 @@ from urllib.parse import urlsplit, urlunsplit
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 
+def _is_redis(server: str) -> bool:
+    """Whether ``server`` is a Redis URL (TCP or Unix socket), not a Postgres DSN."""
+    return server.startswith(("redis://", "unix://"))
+
+
 def upstream_of(server: str) -> str:
     """Where a Postgres DSN or a Redis URL points: ``unix:<path>`` or ``<host>:<port>``."""
-    if server.startswith(("redis://", "unix://")):
+    if _is_redis(server):
         parts = urlsplit(server)
         if parts.scheme == "unix":
             return f"unix:{parts.path}"
@@ -47,7 +52,7 @@ def upstream_of(server: str) -> str:
 
 def through(server: str, port: int) -> str:
     """``server`` (a Postgres DSN or Redis URL) reached at the proxy's loopback ``port``."""
-    if server.startswith(("redis://", "unix://")):
+    if _is_redis(server):
         parts = urlsplit(server)
         db = parts.path if parts.scheme == "redis" else ""
         return urlunsplit(("redis", f"127.0.0.1:{port}", db, parts.query, ""))
